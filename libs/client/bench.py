@@ -1,0 +1,87 @@
+"""``allot bench``: submit-to-start latency on an idle stack and sustained intake throughput.
+
+It starts its own stack in a temporary directory, so the numbers do not depend on what else
+runs. Latency is measured from the ``at`` of ``JobSubmitted`` (stamped by intake) to the
+``at`` of ``JobStarted`` (stamped by the node agent), one job at a time. Throughput is the
+rate at which the intake acknowledges submissions with ``--concurrency`` in flight.
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from allot.client.client import AsyncClient
+from allot.client.stack import NodeShape, Stack
+from allot.core import JobStatus
+from allot.proto.events import JobSpec
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+async def bench(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="allot-bench-") as tmp:
+        stack = Stack(Path(tmp), [NodeShape(node_id="node-1", gpus=8)], restart=False)
+        await stack.start()
+        try:
+            async with await AsyncClient.connect(stack.url) as client:
+                latency = await submit_to_start(client, args.jobs)
+                throughput = await intake_throughput(client, args.burst, args.concurrency)
+        finally:
+            stack.kill_jobs()
+            await stack.stop()
+    result = {"submit_to_start_ms": latency, "intake": throughput}
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(
+            f"submit→start over {args.jobs} jobs: p50 {latency['p50']:.1f} ms, "
+            f"p99 {latency['p99']:.1f} ms, max {latency['max']:.1f} ms\n"
+            f"intake: {throughput['submissions']} submissions in {throughput['seconds']:.2f} s "
+            f"= {throughput['per_second']:.0f}/s (concurrency {args.concurrency})"
+        )
+    return 0
+
+
+async def submit_to_start(client: AsyncClient, jobs: int) -> dict[str, float]:
+    spec = JobSpec(account="bench/latency", gpus=1, command=[sys.executable, "-c", "pass"])
+    samples: list[float] = []
+    for _ in range(jobs):
+        reply = await client.submit(spec)
+        assert reply.job_id is not None
+        job = await client.wait(reply.job_id, timeout=30)
+        if job.status != JobStatus.SUCCEEDED or job.started_at is None:
+            raise RuntimeError(f"bench job {job.job_id} ended {job.status}")
+        samples.append((job.started_at - job.submitted_at) / 1e6)
+    return {
+        "p50": statistics.median(samples),
+        "p99": percentile(samples, 99),
+        "max": max(samples),
+        "jobs": float(jobs),
+    }
+
+
+async def intake_throughput(client: AsyncClient, total: int, concurrency: int) -> dict[str, float]:
+    # Jobs that need more GPUs than are free stay queued, so only intake is measured.
+    spec = JobSpec(account="bench/throughput", gpus=8, command=["true"])
+    await client.submit(JobSpec(account="bench/throughput", gpus=8, command=["sleep", "3600"]))
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(total):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while not queue.empty():
+            queue.get_nowait()
+            await client.submit(spec)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    seconds = time.perf_counter() - started
+    return {"submissions": float(total), "seconds": seconds, "per_second": total / seconds}

@@ -1,0 +1,249 @@
+"""The ``allot`` command line. Tables for people, ``--json`` for scripts and CI."""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from allot.client import render
+from allot.client.client import AsyncClient, CommandError
+from allot.proto.events import JobSpec
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def allot_home() -> Path:
+    return Path(os.environ.get("ALLOT_HOME", Path.home() / ".allot"))
+
+
+def current_file() -> Path:
+    """Where ``allot up`` leaves the URL of the NATS server it started."""
+    return allot_home() / "current.json"
+
+
+def resolve_nats_url(given: str | None) -> str:
+    if given:
+        return given
+    if os.environ.get("ALLOT_NATS_URL"):
+        return os.environ["ALLOT_NATS_URL"]
+    with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
+        return str(json.loads(current_file().read_text())["nats_url"])
+    raise SystemExit(
+        "allot: no NATS URL: start Allot with `allot up`, or pass --nats-url / set ALLOT_NATS_URL"
+    )
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+
+
+async def connect(args: argparse.Namespace) -> AsyncClient:
+    return await AsyncClient.connect(resolve_nats_url(args.nats_url))
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+async def cmd_submit(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    env = {}
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep:
+            print(f"allot: --env {item!r}: expected NAME=VALUE", file=sys.stderr)
+            return 2
+        env[name] = value
+    spec = JobSpec(
+        account=args.account,
+        gpus=args.gpus,
+        command=command,
+        name=args.name,
+        resumable=args.resumable,
+        env=env,
+        workdir=args.workdir,
+    )
+    async with await connect(args) as client:
+        try:
+            reply = await client.submit(spec, idempotency_key=args.idempotency_key)
+        except CommandError as error:
+            for problem in error.errors:
+                print(f"allot: rejected: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+            return 2
+        assert reply.job_id is not None
+        if args.json and not args.wait:
+            print(json.dumps(msgspec.to_builtins(reply), sort_keys=True))
+        elif not args.wait or not args.quiet:
+            print(reply.job_id, file=sys.stderr if args.wait else sys.stdout)
+        if not args.wait:
+            return 0
+        job = await client.wait(reply.job_id, timeout=args.timeout)
+        if args.json:
+            print(json.dumps(render.job_view(job), sort_keys=True))
+        else:
+            print(f"{job.job_id} {job.status} (exit {job.exit_code}); output: {job.output_path}", file=sys.stderr)
+            if job.output_path and not args.quiet:
+                with contextlib.suppress(OSError):
+                    sys.stdout.write(Path(job.output_path).read_text())
+        if job.exit_code is None:
+            return 1 if job.status != "succeeded" else 0
+        return job.exit_code if job.exit_code >= 0 else 128 - job.exit_code
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    if args.job:
+        job = state.jobs.get(args.job)
+        if job is None:
+            print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
+            return 1
+        emit(args, render.job_view(job), render.job_detail(job))
+        return 0
+    jobs = sorted(state.jobs.values(), key=lambda j: (j.submitted_seq, j.job_id))
+    emit(args, [render.job_view(j) for j in jobs], render.jobs_table(jobs))
+    return 0
+
+
+async def cmd_queue(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    rows = render.queue_rows(state)
+    data = [dict(render.job_view(j), position=i) for i, j in enumerate(rows, start=1)]
+    emit(args, data, render.queue_table(state))
+    return 0
+
+
+async def cmd_nodes(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    data = [render.node_view(n) for _, n in sorted(state.nodes.items())]
+    emit(args, data, render.nodes_table(state))
+    return 0
+
+
+async def cmd_cancel(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        try:
+            reply = await client.cancel(args.job, reason=args.reason)
+        except CommandError as error:
+            for problem in error.errors:
+                print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+            return 2
+    emit(args, msgspec.to_builtins(reply), f"cancel requested for {reply.job_id}")
+    return 0
+
+
+async def cmd_log_tail(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        records = await client.tail(args.n)
+        for record in records:
+            print_record(args, record)
+        if args.follow:
+            start = records[-1].seq + 1 if records else 1
+            async for record in client.events.follow(start):
+                print_record(args, record)
+    return 0
+
+
+def print_record(args: argparse.Namespace, record: Any) -> None:
+    body = msgspec.to_builtins(record.event) if record.event is not None else {"error": record.error}
+    if args.json:
+        print(json.dumps({"seq": record.seq, "subject": record.subject, "event": body}, sort_keys=True), flush=True)
+        return
+    fields = {k: v for k, v in body.items() if k not in ("meta", "type")} if isinstance(body, dict) else {}
+    at = render.when(record.event.meta.at) if record.event is not None else "-"
+    summary = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in fields.items())
+    print(f"{record.seq:>6} {at} {record.type:<18} {summary}", flush=True)
+
+
+async def cmd_up(args: argparse.Namespace) -> int:
+    from allot.client.up import up
+
+    return await up(args)
+
+
+async def cmd_bench(args: argparse.Namespace) -> int:
+    from allot.client.bench import bench
+
+    return await bench(args)
+
+
+# --- parser -----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--nats-url", help="NATS server (default: $ALLOT_NATS_URL, else the one `allot up` started)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = argparse.ArgumentParser(prog="allot", description="Allot: a scheduler for shared GPU clusters.")
+    commands = parser.add_subparsers(dest="command_name", required=True)
+
+    def add(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    up = add("up", cmd_up, "run NATS, every service and simulated nodes on this machine")
+    up.add_argument("--nodes", default="2x8", help="simulated nodes, COUNTxGPUS (default 2x8)")
+    up.add_argument("--data-dir", type=Path, help="where the log and job files live (default $ALLOT_HOME/data)")
+    up.add_argument("--demo", action="store_true", help="submit a few small jobs once up")
+    up.add_argument("--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost")
+
+    submit = add("submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS...")
+    submit.add_argument("--gpus", type=int, required=True, help="GPUs on one node")
+    submit.add_argument("--account", required=True, help="account path, e.g. ml/vision/alice")
+    submit.add_argument("--name", default="", help="a name to recognise the job by")
+    submit.add_argument("--idempotency-key", help="retrying with the same key never submits twice")
+    submit.add_argument("--resumable", action="store_true", help="the job may be requeued (it checkpoints)")
+    submit.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment")
+    submit.add_argument("--workdir", help="working directory of the job (default: its job directory)")
+    submit.add_argument("--wait", action="store_true", help="follow the job and exit with its exit code")
+    submit.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds")
+    submit.add_argument("--quiet", action="store_true", help="with --wait: do not print the job's output")
+    submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+
+    status = add("status", cmd_status, "all jobs, or one job in detail")
+    status.add_argument("job", nargs="?")
+
+    add("queue", cmd_queue, "pending jobs in order, with the reason each waits")
+    add("nodes", cmd_nodes, "nodes, their state and their jobs")
+
+    cancel = add("cancel", cmd_cancel, "cancel a pending or running job")
+    cancel.add_argument("job")
+    cancel.add_argument("--reason", default="")
+
+    log_cmd = commands.add_parser("log", help="the event log")
+    log_sub = log_cmd.add_subparsers(dest="log_command", required=True)
+    tail = log_sub.add_parser("tail", parents=[common], help="the last events of the log")
+    tail.set_defaults(handler=cmd_log_tail)
+    tail.add_argument("-n", type=int, default=20, help="how many events (default 20)")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
+
+    bench = add("bench", cmd_bench, "measure submit-to-start latency and intake throughput")
+    bench.add_argument("--jobs", type=int, default=100, help="jobs for the latency run (default 100)")
+    bench.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
+    bench.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(args.handler(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""``AsyncClient``: submit, cancel, watch and inspect jobs from any asyncio program.
+
+Submissions always carry an idempotency key (one is made up if the caller gives none), so
+the client can retry a request whose reply was lost without ever submitting twice. Views of
+the cluster are the log folded by ``allot.core``, exactly as the services fold it.
+"""
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import TypeVar
+
+import msgspec
+import nats
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from allot.bus.eventlog import EventLog, Record
+from allot.core import JobRecord, State, apply_record
+from allot.proto.commands import (
+    CancelReply,
+    CancelRequest,
+    FieldError,
+    SubmitReply,
+    SubmitRequest,
+)
+from allot.proto.events import JobSpec
+from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
+
+R = TypeVar("R", SubmitReply, CancelReply)
+
+
+class CommandError(Exception):
+    """The intake refused a command; ``errors`` name each field and what is accepted."""
+
+    def __init__(self, errors: list[FieldError]):
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+class AsyncClient:
+    def __init__(self, events: EventLog):
+        self.events = events
+
+    @classmethod
+    async def connect(cls, url: str) -> "AsyncClient":
+        nc = await nats.connect(url, name="allot-client", max_reconnect_attempts=3)
+        return cls(EventLog(nc))
+
+    async def close(self) -> None:
+        await self.events.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def submit(
+        self,
+        spec: JobSpec,
+        *,
+        idempotency_key: str | None = None,
+        timeout: float = 5.0,
+        attempts: int = 5,
+    ) -> SubmitReply:
+        key = idempotency_key or uuid.uuid4().hex
+        payload = msgspec.json.encode(SubmitRequest(spec=spec, idempotency_key=key))
+        reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
+        payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
+        reply = await self._request(CANCEL, payload, CancelReply, timeout, 1)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def ready(self, timeout: float = 30.0) -> None:
+        """Wait until an intake answers (it does once it has read the log)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                await self.events.nc.request(HEALTH_INTAKE, b"", timeout=1.0)
+                return
+            except (NoRespondersError, NatsTimeout):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError("no intake service answered") from None
+                await asyncio.sleep(0.1)
+
+    async def _request(
+        self, subject: str, payload: bytes, reply_type: type[R], timeout: float, attempts: int
+    ) -> R:
+        for attempt in range(attempts):
+            try:
+                msg = await self.events.nc.request(subject, payload, timeout=timeout)
+            except (NoRespondersError, NatsTimeout):
+                if attempt == attempts - 1:
+                    raise
+                await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
+                continue
+            reply: R = msgspec.json.decode(msg.data, type=reply_type)
+            errors = getattr(reply, "errors", [])
+            if errors and _retryable(errors) and attempt < attempts - 1:
+                await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
+                continue
+            return reply
+        raise AssertionError("unreachable")
+
+    async def state(self) -> State:
+        """The whole log, folded."""
+        state = State()
+        for record in await self.events.read():
+            apply_record(state, record)
+        return state
+
+    async def job(self, job_id: str) -> JobRecord | None:
+        return (await self.state()).jobs.get(job_id)
+
+    async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
+        """Follow the log until the job has ended; its final record."""
+        async with asyncio.timeout(timeout):
+            async with contextlib.aclosing(self.states()) as states:
+                async for state in states:
+                    job = state.jobs.get(job_id)
+                    if job is not None and job.status.terminal:
+                        return job
+        raise AssertionError("unreachable")
+
+    async def states(self) -> AsyncIterator[State]:
+        """The folded state after every event, from the start of the log, then live."""
+        state = State()
+        if await self.events.last_seq() == 0:
+            yield state
+        async with contextlib.aclosing(self.events.follow(1)) as records:
+            async for record in records:
+                apply_record(state, record)
+                yield state
+
+    async def tail(self, count: int) -> list[Record]:
+        last = await self.events.last_seq()
+        return await self.events.read(max(1, last - count + 1), last)
+
+
+def _retryable(errors: list[FieldError]) -> bool:
+    return any(e.field == "log" for e in errors)

@@ -1,0 +1,103 @@
+"""Human-readable tables and JSON views of the folded state."""
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from allot.core import JobRecord, NodeRecord, State
+from allot.proto.events import PendingReason
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def when(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def reason_text(reason: PendingReason | None) -> str:
+    if reason is None:
+        return "-"
+    params = ", ".join(f"{k} {v}" for k, v in sorted(reason.params.items()))
+    return f"{reason.code}({params})" if params else reason.code
+
+
+def job_view(job: JobRecord) -> dict[str, Any]:
+    view: dict[str, Any] = msgspec.to_builtins(job)
+    view["status"] = str(job.status)
+    return view
+
+
+def jobs_table(jobs: Sequence[JobRecord]) -> str:
+    rows = [
+        [
+            j.job_id,
+            j.spec.name or "-",
+            j.spec.account,
+            j.spec.gpus,
+            j.status,
+            j.node_id or "-",
+            ",".join(map(str, j.gpus)) or "-",
+            "-" if j.exit_code is None else j.exit_code,
+            when(j.submitted_at),
+        ]
+        for j in jobs
+    ]
+    return table(["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "NODE", "GPU IDS", "EXIT", "SUBMITTED"], rows)
+
+
+def job_detail(job: JobRecord) -> str:
+    lines = [
+        f"job        {job.job_id}  ({job.spec.name or 'unnamed'})",
+        f"status     {job.status}" + (f"  ({job.end_reason})" if job.end_reason else ""),
+        f"account    {job.spec.account}",
+        f"gpus       {job.spec.gpus}" + (f" on {job.node_id} [{','.join(map(str, job.gpus))}]" if job.node_id else ""),
+        f"command    {' '.join(job.spec.command)}",
+        f"submitted  {when(job.submitted_at)}   admitted {when(job.admitted_at)}   "
+        f"started {when(job.started_at)}   ended {when(job.ended_at)}",
+        f"exit code  {'-' if job.exit_code is None else job.exit_code}",
+        f"output     {job.output_path or '-'}",
+    ]
+    if job.reason is not None:
+        lines.append(f"waiting    {reason_text(job.reason)}")
+    return "\n".join(lines)
+
+
+def queue_rows(state: State) -> list[JobRecord]:
+    jobs = [state.jobs[j] for j in state.pending]
+    return sorted(jobs, key=lambda j: (j.submitted_seq, j.job_id))
+
+
+def queue_table(state: State) -> str:
+    rows = [
+        [pos, j.job_id, j.spec.name or "-", j.spec.account, j.spec.gpus, when(j.submitted_at), reason_text(j.reason)]
+        for pos, j in enumerate(queue_rows(state), start=1)
+    ]
+    return table(["POS", "JOB", "NAME", "ACCOUNT", "GPUS", "SUBMITTED", "REASON"], rows)
+
+
+def node_view(node: NodeRecord) -> dict[str, Any]:
+    view: dict[str, Any] = msgspec.to_builtins(node)
+    view["allocated"] = {str(k): v for k, v in sorted(node.allocated.items())}
+    view["free_gpus"] = node.free_gpus()
+    return view
+
+
+def nodes_table(state: State) -> str:
+    rows = []
+    for node_id, node in sorted(state.nodes.items()):
+        health = "lost" if node.lost else ("healthy" if node.healthy else "unhealthy")
+        if node.cordoned:
+            health += ",cordoned"
+        model = node.gpus[0].model if node.gpus else "-"
+        jobs = sorted(set(node.allocated.values()))
+        rows.append([node_id, health, model, len(node.gpus), len(node.free_gpus()), " ".join(jobs) or "-"])
+    return table(["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "JOBS"], rows)

@@ -1,0 +1,177 @@
+"""A whole Allot on one machine: embedded NATS, every service as a child process, simulated
+nodes. ``allot up`` and the end-to-end tests both use it."""
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import msgspec
+
+from allot.bus.server import EmbeddedNats
+from allot.client.client import AsyncClient
+
+log = logging.getLogger("allot.up")
+_NODES = re.compile(r"^(\d+)x(\d+)$")
+
+
+class NodeShape(msgspec.Struct, frozen=True):
+    node_id: str
+    gpus: int
+
+
+def parse_nodes(text: str) -> list[NodeShape]:
+    """``2x8`` -> two nodes of eight GPUs; ``1x8,2x4`` mixes shapes."""
+    shapes: list[NodeShape] = []
+    for part in text.split(","):
+        match = _NODES.match(part.strip())
+        if not match or int(match[1]) < 1 or int(match[2]) < 1:
+            raise ValueError(f"--nodes {text!r}: expected COUNTxGPUS such as 2x8 or 1x8,2x4")
+        for _ in range(int(match[1])):
+            shapes.append(NodeShape(node_id=f"node-{len(shapes) + 1}", gpus=int(match[2])))
+    return shapes
+
+
+class Child:
+    def __init__(self, name: str, argv: list[str], log_path: Path):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.process: asyncio.subprocess.Process | None = None
+        self.supervised = True  # restart when it dies on its own
+
+
+class Stack:
+    def __init__(
+        self,
+        data_dir: Path,
+        nodes: list[NodeShape],
+        *,
+        node_timeout_s: float = 10.0,
+        heartbeat_s: float = 1.0,
+        stop_grace_s: float = 10.0,
+        restart: bool = True,
+    ):
+        self.data_dir = Path(data_dir).resolve()
+        self.nodes = nodes
+        self.node_timeout_s = node_timeout_s
+        self.heartbeat_s = heartbeat_s
+        self.stop_grace_s = stop_grace_s
+        self.restart = restart
+        self.nats = EmbeddedNats(self.data_dir / "nats")
+        self.children: dict[str, Child] = {}
+        self._watchers: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    @property
+    def url(self) -> str:
+        return self.nats.url
+
+    @property
+    def logs(self) -> Path:
+        return self.data_dir / "logs"
+
+    def node_work_dir(self, node_id: str) -> Path:
+        return self.data_dir / "nodes" / node_id
+
+    async def start(self, timeout: float = 30.0) -> "Stack":
+        self.logs.mkdir(parents=True, exist_ok=True)
+        await self.nats.start()
+        self._add("intake", [])
+        self._add("planner", [])
+        self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
+        for node in self.nodes:
+            self._add(
+                node.node_id,
+                [
+                    "--node-id", node.node_id,
+                    "--gpus", str(node.gpus),
+                    "--work-dir", str(self.node_work_dir(node.node_id)),
+                    "--heartbeat", str(self.heartbeat_s),
+                    "--stop-grace", str(self.stop_grace_s),
+                ],
+                module="node",
+            )
+        for child in self.children.values():
+            await self._spawn(child)
+            self._watchers.append(asyncio.create_task(self._watch(child)))
+        await self._wait_ready(timeout)
+        return self
+
+    def _add(self, name: str, args: list[str], module: str | None = None) -> None:
+        argv = [sys.executable, "-m", f"allot.services.{module or name}", "--nats-url", self.url]
+        self.children[name] = Child(name, argv + args, self.logs / f"{name}.log")
+
+    async def _spawn(self, child: Child) -> None:
+        with open(child.log_path, "ab") as out:
+            child.process = await asyncio.create_subprocess_exec(
+                *child.argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out
+            )
+
+    async def _watch(self, child: Child) -> None:
+        while True:
+            assert child.process is not None
+            code = await child.process.wait()
+            if self._stopping or not (self.restart and child.supervised):
+                return
+            log.warning("%s exited with %s; restarting (see %s)", child.name, code, child.log_path)
+            await asyncio.sleep(1.0)
+            await self._spawn(child)
+
+    async def _wait_ready(self, timeout: float) -> None:
+        async with asyncio.timeout(timeout), await AsyncClient.connect(self.url) as client:
+            await client.ready(timeout)
+            wanted = {n.node_id for n in self.nodes}
+            async with contextlib.aclosing(client.states()) as states:
+                async for state in states:
+                    if wanted <= {n for n, node in state.nodes.items() if not node.lost}:
+                        return
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one service and do not restart it (for failure tests)."""
+        child = self.children[name]
+        child.supervised = False
+        if child.process is not None and child.process.returncode is None:
+            child.process.kill()
+
+    async def revive(self, name: str) -> None:
+        """Start a killed service again, supervised."""
+        child = self.children[name]
+        if child.process is not None:
+            await child.process.wait()
+        child.supervised = True
+        await self._spawn(child)
+        self._watchers.append(asyncio.create_task(self._watch(child)))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        running = [c.process for c in self.children.values() if c.process and c.process.returncode is None]
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+        for process in running:
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        for watcher in self._watchers:
+            watcher.cancel()
+        await self.nats.stop()
+
+    def kill_jobs(self) -> None:
+        """SIGKILL every job process any node of this stack started (cleanup for tests)."""
+        for pid_file in self.data_dir.glob("nodes/*/jobs/*/*/pid"):
+            with contextlib.suppress(ValueError, OSError):
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+    async def __aenter__(self) -> "Stack":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

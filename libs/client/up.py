@@ -1,0 +1,72 @@
+"""``allot up``: the whole system in the foreground until Ctrl-C."""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+
+from allot.client.cli import allot_home, current_file
+from allot.client.client import AsyncClient
+from allot.client.stack import Stack, parse_nodes
+from allot.proto.events import JobSpec
+
+DEMO_JOBS = [
+    ("hello", "demo/research/alice", 1, "print('hello from GPU', __import__('os').environ['CUDA_VISIBLE_DEVICES'])"),
+    ("finetune", "demo/research/alice", 4, "import time; [print('step', s, flush=True) or time.sleep(0.5) for s in range(10)]"),
+    ("eval-sweep", "demo/research/bob", 2, "import time; time.sleep(3); print('accuracy 0.87')"),
+    ("big-train", "demo/platform/carol", 8, "import time; time.sleep(5); print('done')"),
+    ("batch-infer", "demo/platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
+]
+
+
+async def up(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s %(message)s")
+    try:
+        nodes = parse_nodes(args.nodes)
+    except ValueError as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
+    data_dir = args.data_dir or allot_home() / "data"
+    stack = Stack(data_dir, nodes, node_timeout_s=args.node_timeout)
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped.set)
+    await stack.start()
+    current_file().parent.mkdir(parents=True, exist_ok=True)
+    current_file().write_text(
+        json.dumps({"nats_url": stack.url, "data_dir": str(stack.data_dir), "pid": os.getpid()})
+    )
+    gpus = sum(n.gpus for n in nodes)
+    print(
+        f"Allot is up: {len(nodes)} simulated nodes, {gpus} GPUs.\n"
+        f"  NATS      {stack.url}   (export ALLOT_NATS_URL={stack.url})\n"
+        f"  data      {stack.data_dir}\n"
+        f"  logs      {stack.logs}\n"
+        f"Try: allot submit --gpus 1 --account demo --wait -- python -c 'print(42)'\n"
+        f"     allot status | allot queue | allot nodes | allot log tail\n"
+        f"Ctrl-C stops everything.",
+        flush=True,
+    )
+    try:
+        if args.demo:
+            await submit_demo(stack.url)
+        await stopped.wait()
+    finally:
+        print("stopping…", flush=True)
+        await stack.stop()
+        with contextlib.suppress(FileNotFoundError):
+            current_file().unlink()
+    return 0
+
+
+async def submit_demo(url: str) -> None:
+    async with await AsyncClient.connect(url) as client:
+        for name, account, gpus, code in DEMO_JOBS:
+            spec = JobSpec(account=account, gpus=gpus, name=name, command=[sys.executable, "-c", code])
+            reply = await client.submit(spec)
+            print(f"demo: submitted {name} ({gpus} GPUs) as {reply.job_id}", flush=True)

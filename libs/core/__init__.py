@@ -1,0 +1,29 @@
+"""The pure scheduling core: state, fold, validation and planning.
+
+No I/O, no event loop, no wall clock, no unseeded randomness: the planner service, replay
+and the simulator call these same functions and must get the same answers. ``apply`` folds
+one event into a ``State`` the caller owns; ``plan`` decides from a state and a ``now``.
+"""
+
+from allot.core.fold import apply, apply_record
+from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
+from allot.core.planner import POLICY_FIRST_FIT, Plan, Policy, plan, policy_hash, worth_recording
+from allot.core.validate import validate_cancel, validate_submission
+
+__all__ = [
+    "POLICY_FIRST_FIT",
+    "IgnoredEvent",
+    "JobRecord",
+    "JobStatus",
+    "NodeRecord",
+    "Plan",
+    "Policy",
+    "State",
+    "apply",
+    "apply_record",
+    "plan",
+    "policy_hash",
+    "validate_cancel",
+    "validate_submission",
+    "worth_recording",
+]

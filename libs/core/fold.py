@@ -1,0 +1,333 @@
+"""Folding events into state: ``apply(state, seq, event)``.
+
+The fold never raises on an event that does not fit the state it meets (a start for an
+unknown job, a duplicate, a stale admission): it records the event as ignored, with the
+reason, and leaves the state as it was. Live services and replay therefore agree.
+"""
+
+from typing import Protocol
+
+from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
+from allot.proto.events import (
+    Admission,
+    Event,
+    JobCancelled,
+    JobCancelRequested,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobRejected,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    NodeCordoned,
+    NodeHealthChanged,
+    NodeLost,
+    NodeRegistered,
+    NodeUncordoned,
+    PlanComputed,
+    StopRequested,
+)
+
+MAX_IGNORED_KEPT = 1000
+
+
+class _Ignore(Exception):
+    """Raised inside a handler when the event does not apply; caught by ``apply``."""
+
+
+def apply(state: State, seq: int, event: Event) -> State:
+    """Fold one event at stream sequence ``seq`` into ``state`` (in place) and return it."""
+    if seq <= state.seq:
+        _ignore(state, seq, _tag(event), f"sequence {seq} already folded (at {state.seq})")
+        return state
+    handler = _HANDLERS.get(type(event))
+    try:
+        if handler is None:
+            raise _Ignore("no fold rule for this event type")
+        handler(state, seq, event)
+    except _Ignore as why:
+        _ignore(state, seq, _tag(event), str(why))
+    state.seq = seq
+    return state
+
+
+class LogRecord(Protocol):
+    """What ``apply_record`` needs of a message read from the log."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def event(self) -> Event | None: ...
+    @property
+    def error(self) -> str: ...
+
+
+def apply_record(state: State, record: LogRecord) -> State:
+    """Fold a record of the log; one that could not be decoded (e.g. an event type from a
+    newer schema) is recorded as ignored, with the decoder's reason."""
+    if record.event is not None:
+        return apply(state, record.seq, record.event)
+    if record.seq > state.seq:
+        _ignore(state, record.seq, record.type, record.error)
+        state.seq = record.seq
+    return state
+
+
+def _tag(event: Event) -> str:
+    return str(type(event).__struct_config__.tag)
+
+
+def _ignore(state: State, seq: int, type_name: str, reason: str) -> None:
+    state.ignored.append(IgnoredEvent(seq=seq, type=type_name, reason=reason))
+    if len(state.ignored) > MAX_IGNORED_KEPT:
+        del state.ignored[: len(state.ignored) - MAX_IGNORED_KEPT]
+
+
+def _job(state: State, job_id: str) -> JobRecord:
+    job = state.jobs.get(job_id)
+    if job is None:
+        raise _Ignore(f"unknown job {job_id}")
+    return job
+
+
+def _node(state: State, node_id: str) -> NodeRecord:
+    node = state.nodes.get(node_id)
+    if node is None:
+        raise _Ignore(f"unknown node {node_id}")
+    return node
+
+
+def _release(state: State, job: JobRecord) -> None:
+    """Give back the GPUs a job holds."""
+    node = state.nodes.get(job.node_id) if job.node_id else None
+    if node is not None:
+        for index in job.gpus:
+            if node.allocated.get(index) == job.job_id:
+                del node.allocated[index]
+
+
+def _end(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
+    _release(state, job)
+    state.pending.pop(job.job_id, None)
+    job.status = status
+    job.ended_at = at
+    job.end_reason = reason
+
+
+def _requeue(state: State, job: JobRecord, reason: str) -> None:
+    _release(state, job)
+    job.status = JobStatus.PENDING
+    job.node_id = None
+    job.gpus = []
+    job.pid = None
+    job.admitted_at = job.started_at = None
+    job.cancel_requested = False
+    job.attempts += 1
+    job.end_reason = reason
+    state.pending[job.job_id] = None
+
+
+# --- jobs -------------------------------------------------------------------------------
+
+
+def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
+    if e.job_id in state.jobs:
+        raise _Ignore(f"job {e.job_id} already submitted")
+    state.jobs[e.job_id] = JobRecord(
+        job_id=e.job_id,
+        spec=e.spec,
+        status=JobStatus.PENDING,
+        submitted_seq=seq,
+        submitted_at=e.meta.at,
+        idempotency_key=e.idempotency_key,
+    )
+    state.pending[e.job_id] = None
+    if e.idempotency_key is not None:
+        state.idempotency[(e.spec.account, e.idempotency_key)] = e.job_id
+
+
+def _rejected(state: State, seq: int, e: JobRejected) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.PENDING:
+        raise _Ignore(f"job {e.job_id} is {job.status}, only pending jobs can be rejected")
+    _end(state, job, JobStatus.REJECTED, e.meta.at, f"{e.field}: {e.message}")
+
+
+def _cancel_requested(state: State, seq: int, e: JobCancelRequested) -> None:
+    job = _job(state, e.job_id)
+    if job.status.terminal:
+        raise _Ignore(f"job {e.job_id} already {job.status}")
+    if job.status in (JobStatus.PENDING, JobStatus.PREEMPTED):
+        _end(state, job, JobStatus.CANCELLED, e.meta.at, e.reason or "cancelled while pending")
+    else:
+        job.cancel_requested = True  # its node agent stops it and reports the end
+
+
+def _cancelled(state: State, seq: int, e: JobCancelled) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.ADMITTED:
+        raise _Ignore(f"job {e.job_id} is {job.status}, JobCancelled needs an admitted job")
+    _end(state, job, JobStatus.CANCELLED, e.meta.at, "cancelled before it started")
+
+
+def _started(state: State, seq: int, e: JobStarted) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.ADMITTED or job.node_id != e.node_id:
+        raise _Ignore(f"job {e.job_id} is {job.status} on {job.node_id}, not admitted to {e.node_id}")
+    job.status = JobStatus.RUNNING
+    job.started_at = e.meta.at
+    job.pid = e.pid
+    job.output_path = e.output_path
+
+
+def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.RUNNING:
+        raise _Ignore(f"job {e.job_id} is {job.status}, not running")
+    job.last_checkpoint_at = e.meta.at
+
+
+def _exited(state: State, seq: int, e: JobExited) -> None:
+    job = _job(state, e.job_id)
+    if not job.status.holds_gpus or job.node_id != e.node_id:
+        raise _Ignore(f"job {e.job_id} is {job.status} on {job.node_id}, not running on {e.node_id}")
+    job.exit_code = e.exit_code
+    job.output_path = e.output_path
+    if job.cancel_requested:
+        _end(state, job, JobStatus.CANCELLED, e.meta.at, "cancelled while running")
+    elif e.exit_code == 0:
+        _end(state, job, JobStatus.SUCCEEDED, e.meta.at, e.reason or "exit 0")
+    else:
+        _end(state, job, JobStatus.FAILED, e.meta.at, e.reason or f"exit {e.exit_code}")
+
+
+def _stop_requested(state: State, seq: int, e: StopRequested | KillRequested) -> None:
+    job = _job(state, e.job_id)
+    if not job.status.holds_gpus:
+        raise _Ignore(f"job {e.job_id} is {job.status}, nothing to stop")
+
+
+def _preempted(state: State, seq: int, e: JobPreempted) -> None:
+    job = _job(state, e.job_id)
+    if not job.status.holds_gpus:
+        raise _Ignore(f"job {e.job_id} is {job.status}, nothing to preempt")
+    _release(state, job)
+    job.status = JobStatus.PREEMPTED
+    job.gpus = []
+
+
+def _requeued(state: State, seq: int, e: JobRequeued) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.PREEMPTED:
+        raise _Ignore(f"job {e.job_id} is {job.status}, only preempted jobs are requeued")
+    _requeue(state, job, e.reason)
+
+
+# --- plans ------------------------------------------------------------------------------
+
+
+def _plan(state: State, seq: int, e: PlanComputed) -> None:
+    for admission in e.admissions:
+        problem = _admission_problem(state, admission)
+        if problem:
+            _ignore(state, seq, "PlanComputed.admission", f"{admission.job_id}: {problem}")
+            continue
+        job = state.jobs[admission.job_id]
+        node = state.nodes[admission.node_id]
+        for index in admission.gpus:
+            node.allocated[index] = job.job_id
+        job.status = JobStatus.ADMITTED
+        job.node_id = node.node_id
+        job.gpus = list(admission.gpus)
+        job.admitted_at = e.now
+        job.reason = None
+        del state.pending[job.job_id]
+    for reason in e.pending:
+        waiting = state.jobs.get(reason.job_id)
+        if waiting is not None and waiting.status == JobStatus.PENDING:
+            waiting.reason = reason
+    state.last_plan_seq = seq
+
+
+def _admission_problem(state: State, a: Admission) -> str:
+    job = state.jobs.get(a.job_id)
+    node = state.nodes.get(a.node_id)
+    if job is None or job.status != JobStatus.PENDING:
+        return "job is not pending"
+    if node is None or not node.schedulable:
+        return f"node {a.node_id} is not schedulable"
+    if len(a.gpus) != job.spec.gpus or len(set(a.gpus)) != len(a.gpus):
+        return f"{len(a.gpus)} distinct GPUs needed {job.spec.gpus}"
+    indices = {g.index for g in node.gpus}
+    if any(i not in indices or i in node.allocated for i in a.gpus):
+        return f"GPUs {a.gpus} not free on {a.node_id}"
+    return ""
+
+
+# --- nodes ------------------------------------------------------------------------------
+
+
+def _registered(state: State, seq: int, e: NodeRegistered) -> None:
+    node = state.nodes.get(e.node_id)
+    if node is None:
+        state.nodes[e.node_id] = NodeRecord(
+            node_id=e.node_id, hostname=e.hostname, gpus=list(e.gpus), registered_at=e.meta.at
+        )
+        return
+    # A restarted agent: the node is back; what its jobs hold stays held until they end.
+    node.hostname = e.hostname
+    node.gpus = list(e.gpus)
+    node.registered_at = e.meta.at
+    node.lost = False
+    node.healthy = True
+
+
+def _health(state: State, seq: int, e: NodeHealthChanged) -> None:
+    _node(state, e.node_id).healthy = e.healthy
+
+
+def _lost(state: State, seq: int, e: NodeLost) -> None:
+    node = _node(state, e.node_id)
+    if node.lost:
+        raise _Ignore(f"node {e.node_id} already lost")
+    node.lost = True
+    holders = sorted(set(node.allocated.values()))
+    for job_id in holders:
+        job = state.jobs[job_id]
+        if job.spec.resumable and not job.cancel_requested:
+            _requeue(state, job, f"node {e.node_id} lost")
+        else:
+            _end(state, job, JobStatus.LOST, e.meta.at, f"node {e.node_id} lost")
+
+
+def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
+    _node(state, e.node_id).cordoned = True
+
+
+def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
+    _node(state, e.node_id).cordoned = False
+
+
+_HANDLERS = {
+    JobSubmitted: _submitted,
+    JobRejected: _rejected,
+    JobCancelRequested: _cancel_requested,
+    JobCancelled: _cancelled,
+    JobStarted: _started,
+    JobCheckpointed: _checkpointed,
+    JobExited: _exited,
+    StopRequested: _stop_requested,
+    KillRequested: _stop_requested,
+    JobPreempted: _preempted,
+    JobRequeued: _requeued,
+    PlanComputed: _plan,
+    NodeRegistered: _registered,
+    NodeHealthChanged: _health,
+    NodeLost: _lost,
+    NodeCordoned: _cordoned,
+    NodeUncordoned: _uncordoned,
+}

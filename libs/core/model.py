@@ -1,0 +1,98 @@
+"""The state that folding the log builds: jobs, nodes, and what was ignored and why."""
+
+import enum
+
+import msgspec
+
+from allot.proto.events import GpuInfo, JobSpec, PendingReason
+
+
+class JobStatus(enum.StrEnum):
+    PENDING = "pending"
+    ADMITTED = "admitted"  # placed by a plan, process not yet started
+    RUNNING = "running"
+    PREEMPTED = "preempted"  # stopped by preemption, waiting to be requeued
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    LOST = "lost"  # its node was lost and it could not be requeued
+    REJECTED = "rejected"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def holds_gpus(self) -> bool:
+        return self in (JobStatus.ADMITTED, JobStatus.RUNNING)
+
+
+_TERMINAL = frozenset(
+    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LOST, JobStatus.REJECTED}
+)
+
+
+class JobRecord(msgspec.Struct, kw_only=True):
+    job_id: str
+    spec: JobSpec
+    status: JobStatus
+    submitted_seq: int
+    submitted_at: int
+    idempotency_key: str | None = None
+    node_id: str | None = None
+    gpus: list[int] = []
+    admitted_at: int | None = None
+    started_at: int | None = None
+    ended_at: int | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    output_path: str | None = None
+    last_checkpoint_at: int | None = None
+    cancel_requested: bool = False
+    attempts: int = 0
+    reason: PendingReason | None = None  # why it waits, as the last plan said
+    end_reason: str = ""
+
+
+class NodeRecord(msgspec.Struct, kw_only=True):
+    node_id: str
+    hostname: str
+    gpus: list[GpuInfo]
+    registered_at: int
+    healthy: bool = True
+    lost: bool = False
+    cordoned: bool = False
+    # GPU index -> job id holding it. Kept by the fold so planning need not scan all jobs.
+    allocated: dict[int, str] = {}
+
+    @property
+    def schedulable(self) -> bool:
+        return self.healthy and not self.lost and not self.cordoned
+
+    def free_gpus(self) -> list[int]:
+        return [g.index for g in self.gpus if g.index not in self.allocated]
+
+
+class IgnoredEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event the fold could not apply to the state it met, and why."""
+
+    seq: int
+    type: str
+    reason: str
+
+
+class State:
+    """Everything the log says, folded. Owned and mutated by ``allot.core.apply`` only."""
+
+    def __init__(self) -> None:
+        self.seq = 0  # last stream sequence folded
+        self.jobs: dict[str, JobRecord] = {}
+        self.nodes: dict[str, NodeRecord] = {}
+        # Job ids waiting for a plan; insertion order is log order, planners sort anyway.
+        self.pending: dict[str, None] = {}
+        self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
+        self.ignored: list[IgnoredEvent] = []
+        self.last_plan_seq = 0
+
+    def largest_node_gpus(self) -> int:
+        return max((len(n.gpus) for n in self.nodes.values()), default=0)

@@ -1,0 +1,64 @@
+"""Checks on what users send. Each problem names the field, the value and what is accepted."""
+
+import re
+
+from allot.core.model import State
+from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
+
+# An account is a path in the account tree: org/program/project/team, lower-case segments.
+ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,62}){0,7}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NAME = 128
+MAX_KEY = 256
+
+
+def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
+    spec = request.spec
+    errors: list[FieldError] = []
+
+    def bad(field: str, value: object, message: str) -> None:
+        errors.append(FieldError(field=field, value=str(value), message=message))
+
+    if not ACCOUNT_PATTERN.match(spec.account):
+        bad(
+            "account",
+            spec.account,
+            "expected a path of lower-case segments such as 'ml/vision/alice' "
+            "(letters a-z, digits, '-' and '_'; each segment starts with a letter or digit)",
+        )
+    if spec.gpus < 1:
+        bad("gpus", spec.gpus, "must be at least 1")
+    elif state.nodes and spec.gpus > state.largest_node_gpus():
+        bad(
+            "gpus",
+            spec.gpus,
+            f"no node has that many GPUs; the largest has {state.largest_node_gpus()}",
+        )
+    if not spec.command or not spec.command[0].strip():
+        bad("command", spec.command, "give the program to run and its arguments")
+    elif any("\0" in arg for arg in spec.command):
+        bad("command", spec.command, "arguments cannot contain NUL characters")
+    if len(spec.name) > MAX_NAME or not spec.name.isprintable():
+        bad("name", spec.name, f"at most {MAX_NAME} printable characters")
+    for key in spec.env:
+        if not ENV_NAME.match(key):
+            bad("env", key, "environment variable names are letters, digits and '_'")
+        elif key.startswith("ALLOT_") or key == "CUDA_VISIBLE_DEVICES":
+            bad("env", key, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
+    key = request.idempotency_key
+    if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
+        bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
+    return errors
+
+
+def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
+    job = state.jobs.get(request.job_id)
+    if job is None:
+        return [FieldError(field="job_id", value=request.job_id, message="no such job")]
+    if job.status.terminal:
+        return [
+            FieldError(
+                field="job_id", value=request.job_id, message=f"job already ended ({job.status})"
+            )
+        ]
+    return []

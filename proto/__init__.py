@@ -1,0 +1,73 @@
+"""Allot's contracts: every event on the log, every command, the subjects and the stream.
+
+Events are msgspec Structs with an explicitly pinned ``type`` tag, so renaming a class never
+breaks an old log. Fields are only ever added (with defaults), never retyped.
+"""
+
+from allot.proto.commands import (
+    CancelReply,
+    CancelRequest,
+    FieldError,
+    SubmitReply,
+    SubmitRequest,
+)
+from allot.proto.events import (
+    EVENT_TYPES,
+    Admission,
+    Event,
+    GpuInfo,
+    JobCancelled,
+    JobCancelRequested,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobRejected,
+    JobRequeued,
+    JobSpec,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    Meta,
+    NodeCordoned,
+    NodeHealthChanged,
+    NodeLost,
+    NodeRegistered,
+    NodeUncordoned,
+    PendingReason,
+    PlanComputed,
+    Preemption,
+    StopRequested,
+)
+
+__all__ = [
+    "EVENT_TYPES",
+    "Admission",
+    "CancelReply",
+    "CancelRequest",
+    "Event",
+    "FieldError",
+    "GpuInfo",
+    "JobCancelRequested",
+    "JobCancelled",
+    "JobCheckpointed",
+    "JobExited",
+    "JobPreempted",
+    "JobRejected",
+    "JobRequeued",
+    "JobSpec",
+    "JobStarted",
+    "JobSubmitted",
+    "KillRequested",
+    "Meta",
+    "NodeCordoned",
+    "NodeHealthChanged",
+    "NodeLost",
+    "NodeRegistered",
+    "NodeUncordoned",
+    "PendingReason",
+    "PlanComputed",
+    "Preemption",
+    "StopRequested",
+    "SubmitReply",
+    "SubmitRequest",
+]

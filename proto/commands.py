@@ -1,0 +1,39 @@
+"""Commands: request/reply messages between clients and the intake service."""
+
+import msgspec
+
+from allot.proto.events import JobSpec
+
+
+class FieldError(msgspec.Struct, frozen=True, kw_only=True):
+    """A rejected input: which field, the value given, and what would be accepted."""
+
+    field: str
+    value: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}={self.value!r}: {self.message}"
+
+
+class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True):
+    spec: JobSpec
+    idempotency_key: str | None = None
+
+
+class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str | None = None
+    duplicate: bool = False
+    seq: int | None = None
+    errors: list[FieldError] = []
+
+
+class CancelRequest(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    reason: str = ""
+
+
+class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    seq: int | None = None
+    errors: list[FieldError] = []

@@ -1,0 +1,41 @@
+"""Write the JSON Schema of every message to ``proto/schema/``.
+
+Run ``python -m allot.proto.schema`` after changing a message; a test fails while the
+checked-in schemas are stale.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
+from allot.proto.events import AnyEvent
+
+SCHEMA_DIR = Path(__file__).parent / "schema"
+
+
+def render() -> dict[str, str]:
+    """File name -> JSON text, for the event union and each command."""
+    documents: dict[str, Any] = {
+        "events.json": msgspec.json.schema(AnyEvent),
+        "submit-request.json": msgspec.json.schema(SubmitRequest),
+        "submit-reply.json": msgspec.json.schema(SubmitReply),
+        "cancel-request.json": msgspec.json.schema(CancelRequest),
+        "cancel-reply.json": msgspec.json.schema(CancelReply),
+    }
+    return {name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()}
+
+
+def main() -> int:
+    SCHEMA_DIR.mkdir(exist_ok=True)
+    for name, text in render().items():
+        (SCHEMA_DIR / name).write_text(text)
+        print(SCHEMA_DIR / name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Every subject name and the stream configuration, in one place.
+
+Events live under ``allot.evt.`` in the ALLOT stream; commands (request/reply) under
+``allot.cmd.``; heartbeats and other high-rate samples under ``allot.hb.``, outside the log.
+"""
+
+import re
+from typing import Final
+
+import msgspec
+
+from allot.proto.events import (
+    Event,
+    JobCancelled,
+    JobCancelRequested,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobRejected,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    NodeCordoned,
+    NodeHealthChanged,
+    NodeLost,
+    NodeRegistered,
+    NodeUncordoned,
+    PlanComputed,
+    StopRequested,
+)
+
+STREAM: Final = "ALLOT"
+EVENTS_PREFIX: Final = "allot.evt"
+ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
+
+SUBMIT: Final = "allot.cmd.submit"
+CANCEL: Final = "allot.cmd.cancel"
+HEALTH_INTAKE: Final = "allot.cmd.health.intake"
+HEARTBEATS: Final = "allot.hb.*"
+
+# A token of a subject: no dots, wildcards or whitespace.
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How the log is stored. Duplicate submissions within the window are dropped by the
+    server; older retries are caught by the intake's own idempotency index."""
+
+    name: str = STREAM
+    subjects: tuple[str, ...] = (ALL_EVENTS,)
+    duplicate_window_s: float = 600.0
+    max_msg_size: int = 1 << 20
+
+
+def heartbeat(node_id: str) -> str:
+    return f"allot.hb.{_token(node_id)}"
+
+
+def job_events(job_id: str) -> str:
+    """All events of one job (a filter subject)."""
+    return f"{EVENTS_PREFIX}.job.{_token(job_id)}.*"
+
+
+_JOB_EVENTS = (
+    JobSubmitted,
+    JobRejected,
+    JobCancelRequested,
+    JobCancelled,
+    JobStarted,
+    JobCheckpointed,
+    JobExited,
+    StopRequested,
+    KillRequested,
+    JobPreempted,
+    JobRequeued,
+)
+_NODE_EVENTS = (NodeRegistered, NodeHealthChanged, NodeLost, NodeCordoned, NodeUncordoned)
+
+
+def subject_for(event: Event) -> str:
+    """The subject an event is appended under: by entity, then by type."""
+    tag = type(event).__struct_config__.tag
+    if isinstance(event, _JOB_EVENTS):
+        return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
+    if isinstance(event, _NODE_EVENTS):
+        return f"{EVENTS_PREFIX}.node.{_token(event.node_id)}.{tag}"
+    if isinstance(event, PlanComputed):
+        return f"{EVENTS_PREFIX}.plan.{tag}"
+    raise TypeError(f"no subject for event type {type(event).__name__}")
+
+
+def _token(value: str) -> str:
+    if not _TOKEN.match(value):
+        raise ValueError(f"{value!r} cannot be a subject token (letters, digits, '_' and '-')")
+    return value

@@ -1,0 +1,1 @@
+"""Intake: validates submissions and cancellations and appends them; retries are harmless."""

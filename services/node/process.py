@@ -1,0 +1,106 @@
+"""Job processes on this host: start, find again after a restart, signal, await the end.
+
+A job of attempt N lives in ``WORK/jobs/<job id>/<N>/`` with ``pid`` (written right after the
+start), ``output.log`` (stdout and stderr) and ``exit_code`` (written by the supervisor).
+"""
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+from allot.core import JobRecord
+
+
+class JobDir:
+    def __init__(self, work_dir: Path, job_id: str, attempt: int):
+        self.attempt = attempt
+        self.path = work_dir / "jobs" / job_id / str(attempt)
+
+    @property
+    def output(self) -> Path:
+        return self.path / "output.log"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path.parent / "checkpoints"  # shared by attempts: a resume reads it
+
+    def pid(self) -> int | None:
+        try:
+            return int((self.path / "pid").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def exit_code(self) -> int | None:
+        try:
+            return int((self.path / "exit_code").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+
+async def launch(
+    job: JobRecord, job_dir: JobDir, gpus: list[int], node_id: str
+) -> asyncio.subprocess.Process:
+    """Start the job's supervisor as the leader of a new process group."""
+    job_dir.path.mkdir(parents=True, exist_ok=True)
+    job_dir.checkpoints.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        **job.spec.env,
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+        "ALLOT_JOB_ID": job.job_id,
+        "ALLOT_NODE_ID": node_id,
+        "ALLOT_ATTEMPT": str(job.attempts),
+        "ALLOT_CHECKPOINT_DIR": str(job_dir.checkpoints),
+    }
+    with open(job_dir.output, "ab") as output:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "allot.services.node.supervise",
+            str(job_dir.path),
+            "--",
+            *job.spec.command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            cwd=job.spec.workdir or job_dir.path,
+            env=env,
+            start_new_session=True,
+        )
+    (job_dir.path / "pid").write_text(str(process.pid))
+    return process
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited: it only waits to be reaped.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+async def wait_exit(
+    pid: int, job_dir: JobDir, process: asyncio.subprocess.Process | None, poll_s: float = 0.1
+) -> int | None:
+    """Wait until the supervisor is gone; its exit code, or None if it left none.
+    A supervisor started by an earlier agent is not our child: it is polled."""
+    if process is not None:
+        await process.wait()
+    while alive(pid):
+        await asyncio.sleep(poll_s)
+    # The supervisor writes the file before it exits; a killed one writes nothing.
+    return job_dir.exit_code()

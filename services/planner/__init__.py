@@ -1,0 +1,1 @@
+"""Planner: folds the log, decides admissions with ``allot.core.plan``, appends the plan."""

@@ -1,0 +1,78 @@
+"""What every service process shares: connecting, folding the log, stopping on a signal."""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from allot.bus.eventlog import EventLog, new_meta
+from allot.core import State, apply_record
+from allot.proto.events import Meta
+
+log = logging.getLogger("allot")
+
+
+async def follow_state(
+    events: EventLog, state: State, on_caught_up: Callable[[], Awaitable[None]]
+) -> None:
+    """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
+    written so far has been folded, so decisions never rest on a half-read log."""
+    if await events.last_seq() <= state.seq:
+        await on_caught_up()
+    async for record in events.follow(state.seq + 1):
+        apply_record(state, record)
+        if record.pending == 0:
+            await on_caught_up()
+
+
+class Clock:
+    """The wall clock, read only here, outside the pure core."""
+
+    def now(self) -> int:
+        return time.time_ns()
+
+
+def stamp(producer: str, clock: Clock) -> Meta:
+    return new_meta(producer, clock.now())
+
+
+def nats_url_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nats-url",
+        default=os.environ.get("ALLOT_NATS_URL", "nats://127.0.0.1:4222"),
+        help="NATS server (default: $ALLOT_NATS_URL or nats://127.0.0.1:4222)",
+    )
+
+
+def run_service(
+    name: str,
+    parser: argparse.ArgumentParser,
+    serve: Callable[[argparse.Namespace, EventLog], Coroutine[Any, Any, None]],
+) -> None:
+    """Parse arguments, connect, run ``serve`` until SIGTERM/SIGINT, then close cleanly."""
+    nats_url_argument(parser)
+    args = parser.parse_args()
+    logging.basicConfig(
+        level=os.environ.get("ALLOT_LOG_LEVEL", "INFO"),
+        format=f"%(asctime)s {name} %(levelname)s %(message)s",
+    )
+
+    async def main() -> None:
+        events = await EventLog.connect(args.nats_url, name=f"allot-{name}")
+        task = asyncio.create_task(serve(args, events))
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        log.info("started, NATS at %s", args.nats_url)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        with contextlib.suppress(Exception):
+            await events.close()
+        log.info("stopped")
+
+    asyncio.run(main())
