@@ -1,7 +1,6 @@
 """Commands: request/reply messages between clients and the intake service."""
 
 import msgspec
-
 from allot.proto.events import JobSpec
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
 from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
 from allot.proto.events import AnyEvent
 
@@ -26,7 +25,9 @@ def render() -> dict[str, str]:
         "cancel-request.json": msgspec.json.schema(CancelRequest),
         "cancel-reply.json": msgspec.json.schema(CancelReply),
     }
-    return {name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()}
+    return {
+        name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()
+    }
 
 
 def main() -> int:

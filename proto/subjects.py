@@ -8,7 +8,6 @@ import re
 from typing import Final
 
 import msgspec
-
 from allot.proto.events import (
     Event,
     JobCancelled,

@@ -8,19 +8,19 @@ consumers (``consume``) ack after the caller has handled a record: at-least-once
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+
 import msgspec
 import nats
+from allot.bus import tracing
+from allot.bus.codec import decode, encode
+from allot.proto.events import Event, Meta
+from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import APIError, NotFoundError
-
-from allot.bus import tracing
-from allot.bus.codec import decode, encode
-from allot.proto.events import Event, Meta
-from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 
@@ -127,7 +127,7 @@ class EventLog:
 
     async def follow(
         self, from_seq: int = 1, subject: str = ALL_EVENTS
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Every record from ``from_seq`` on, in order, then new ones as they arrive."""
         sub = await self.js.subscribe(
             subject,
@@ -147,7 +147,7 @@ class EventLog:
 
     async def consume(
         self, durable: str, subject: str = ALL_EVENTS, batch: int = 256
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """A durable consumer: resumes where the last ack left off. A record is acked when
         the caller asks for the next one, so one that was being handled at a crash comes
         again (handlers must be idempotent)."""
@@ -157,17 +157,22 @@ class EventLog:
             stream=self.settings.name,
             config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30),
         )
+        unacked: list[Msg] = []
         try:
             while True:
                 try:
-                    msgs = await sub.fetch(batch, timeout=5)
+                    unacked = await sub.fetch(batch, timeout=5)
                 except (TimeoutError, nats.errors.TimeoutError):
                     continue
-                for msg in msgs:
-                    yield to_record(msg)
-                    await msg.ack()
+                while unacked:
+                    yield to_record(unacked[0])
+                    await unacked.pop(0).ack()
         finally:
+            # Hand back what was fetched but not handled, so it is redelivered at once
+            # rather than after the ack wait.
             with contextlib.suppress(nats.errors.Error):
+                for msg in unacked:
+                    await msg.nak()
                 await sub.unsubscribe()
 
 

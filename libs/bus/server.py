@@ -52,9 +52,12 @@ class EmbeddedNats:
         self._process = await asyncio.create_subprocess_exec(
             nats_server_binary(),
             "-js",
-            "-sd", str(self.data_dir / "jetstream"),
-            "-a", self.host,
-            "-p", str(self.port),
+            "-sd",
+            str(self.data_dir / "jetstream"),
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
             stdout=log,
             stderr=log,
         )
@@ -71,6 +74,9 @@ class EmbeddedNats:
                     f"see {self.data_dir / 'nats-server.log'}"
                 )
             try:
+                # Probe the port first: a refused nats.connect waits before it gives up.
+                _, writer = await asyncio.open_connection(self.host, self.port)
+                writer.close()
                 nc = await nats.connect(
                     self.url, connect_timeout=1, max_reconnect_attempts=0, error_cb=_quiet
                 )
@@ -81,7 +87,9 @@ class EmbeddedNats:
                     await nc.close()
             except Exception:
                 if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError(f"nats-server on {self.url} not ready in {timeout}s")
+                    raise TimeoutError(
+                        f"nats-server on {self.url} not ready in {timeout}s"
+                    ) from None
                 await asyncio.sleep(0.05)
 
     async def stop(self) -> None:

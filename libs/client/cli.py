@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.proto.events import JobSpec
@@ -77,7 +76,10 @@ async def cmd_submit(args: argparse.Namespace) -> int:
             reply = await client.submit(spec, idempotency_key=args.idempotency_key)
         except CommandError as error:
             for problem in error.errors:
-                print(f"allot: rejected: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+                print(
+                    f"allot: rejected: {problem.field}={problem.value!r}: {problem.message}",
+                    file=sys.stderr,
+                )
             return 2
         assert reply.job_id is not None
         if args.json and not args.wait:
@@ -90,7 +92,10 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(render.job_view(job), sort_keys=True))
         else:
-            print(f"{job.job_id} {job.status} (exit {job.exit_code}); output: {job.output_path}", file=sys.stderr)
+            print(
+                f"{job.job_id} {job.status} (exit {job.exit_code}); output: {job.output_path}",
+                file=sys.stderr,
+            )
             if job.output_path and not args.quiet:
                 with contextlib.suppress(OSError):
                     sys.stdout.write(Path(job.output_path).read_text())
@@ -137,7 +142,9 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
             reply = await client.cancel(args.job, reason=args.reason)
         except CommandError as error:
             for problem in error.errors:
-                print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+                print(
+                    f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr
+                )
             return 2
     emit(args, msgspec.to_builtins(reply), f"cancel requested for {reply.job_id}")
     return 0
@@ -156,11 +163,22 @@ async def cmd_log_tail(args: argparse.Namespace) -> int:
 
 
 def print_record(args: argparse.Namespace, record: Any) -> None:
-    body = msgspec.to_builtins(record.event) if record.event is not None else {"error": record.error}
+    body = (
+        msgspec.to_builtins(record.event) if record.event is not None else {"error": record.error}
+    )
     if args.json:
-        print(json.dumps({"seq": record.seq, "subject": record.subject, "event": body}, sort_keys=True), flush=True)
+        print(
+            json.dumps(
+                {"seq": record.seq, "subject": record.subject, "event": body}, sort_keys=True
+            ),
+            flush=True,
+        )
         return
-    fields = {k: v for k, v in body.items() if k not in ("meta", "type")} if isinstance(body, dict) else {}
+    fields = (
+        {k: v for k, v in body.items() if k not in ("meta", "type")}
+        if isinstance(body, dict)
+        else {}
+    )
     at = render.when(record.event.meta.at) if record.event is not None else "-"
     summary = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in fields.items())
     print(f"{record.seq:>6} {at} {record.type:<18} {summary}", flush=True)
@@ -183,10 +201,14 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--nats-url", help="NATS server (default: $ALLOT_NATS_URL, else the one `allot up` started)")
+    common.add_argument(
+        "--nats-url", help="NATS server (default: $ALLOT_NATS_URL, else the one `allot up` started)"
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
-    parser = argparse.ArgumentParser(prog="allot", description="Allot: a scheduler for shared GPU clusters.")
+    parser = argparse.ArgumentParser(
+        prog="allot", description="Allot: a scheduler for shared GPU clusters."
+    )
     commands = parser.add_subparsers(dest="command_name", required=True)
 
     def add(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
@@ -196,22 +218,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = add("up", cmd_up, "run NATS, every service and simulated nodes on this machine")
     up.add_argument("--nodes", default="2x8", help="simulated nodes, COUNTxGPUS (default 2x8)")
-    up.add_argument("--data-dir", type=Path, help="where the log and job files live (default $ALLOT_HOME/data)")
+    up.add_argument(
+        "--data-dir", type=Path, help="where the log and job files live (default $ALLOT_HOME/data)"
+    )
     up.add_argument("--demo", action="store_true", help="submit a few small jobs once up")
-    up.add_argument("--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost")
+    up.add_argument(
+        "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
+    )
 
-    submit = add("submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS...")
+    submit = add(
+        "submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS..."
+    )
     submit.add_argument("--gpus", type=int, required=True, help="GPUs on one node")
     submit.add_argument("--account", required=True, help="account path, e.g. ml/vision/alice")
     submit.add_argument("--name", default="", help="a name to recognise the job by")
     submit.add_argument("--idempotency-key", help="retrying with the same key never submits twice")
-    submit.add_argument("--resumable", action="store_true", help="the job may be requeued (it checkpoints)")
-    submit.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment")
-    submit.add_argument("--workdir", help="working directory of the job (default: its job directory)")
-    submit.add_argument("--wait", action="store_true", help="follow the job and exit with its exit code")
-    submit.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds")
-    submit.add_argument("--quiet", action="store_true", help="with --wait: do not print the job's output")
-    submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+    submit.add_argument(
+        "--resumable", action="store_true", help="the job may be requeued (it checkpoints)"
+    )
+    submit.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment"
+    )
+    submit.add_argument(
+        "--workdir", help="working directory of the job (default: its job directory)"
+    )
+    submit.add_argument(
+        "--wait", action="store_true", help="follow the job and exit with its exit code"
+    )
+    submit.add_argument(
+        "--timeout", type=float, help="with --wait: give up after this many seconds"
+    )
+    submit.add_argument(
+        "--quiet", action="store_true", help="with --wait: do not print the job's output"
+    )
+    submit.add_argument(
+        "command", nargs=argparse.REMAINDER, help="-- then the command and its arguments"
+    )
 
     status = add("status", cmd_status, "all jobs, or one job in detail")
     status.add_argument("job", nargs="?")
@@ -231,7 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
 
     bench = add("bench", cmd_bench, "measure submit-to-start latency and intake throughput")
-    bench.add_argument("--jobs", type=int, default=100, help="jobs for the latency run (default 100)")
+    bench.add_argument(
+        "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
+    )
     bench.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
     bench.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
     return parser
@@ -240,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return asyncio.run(args.handler(args))
+        code: int = asyncio.run(args.handler(args))
+        return code
     except KeyboardInterrupt:
         return 130
 

@@ -8,14 +8,11 @@ the cluster are the log folded by ``allot.core``, exactly as the services fold i
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TypeVar
 
 import msgspec
 import nats
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
-
 from allot.bus.eventlog import EventLog, Record
 from allot.core import JobRecord, State, apply_record
 from allot.proto.commands import (
@@ -27,6 +24,8 @@ from allot.proto.commands import (
 )
 from allot.proto.events import JobSpec
 from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
 
 R = TypeVar("R", SubmitReply, CancelReply)
 
@@ -130,7 +129,7 @@ class AsyncClient:
                         return job
         raise AssertionError("unreachable")
 
-    async def states(self) -> AsyncIterator[State]:
+    async def states(self) -> AsyncGenerator[State, None]:
         """The folded state after every event, from the start of the log, then live."""
         state = State()
         if await self.events.last_seq() == 0:

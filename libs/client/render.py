@@ -5,7 +5,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
 from allot.core import JobRecord, NodeRecord, State
 from allot.proto.events import PendingReason
 
@@ -13,7 +12,9 @@ from allot.proto.events import PendingReason
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join(lines)
 
 
@@ -51,7 +52,9 @@ def jobs_table(jobs: Sequence[JobRecord]) -> str:
         ]
         for j in jobs
     ]
-    return table(["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "NODE", "GPU IDS", "EXIT", "SUBMITTED"], rows)
+    return table(
+        ["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "NODE", "GPU IDS", "EXIT", "SUBMITTED"], rows
+    )
 
 
 def job_detail(job: JobRecord) -> str:
@@ -59,7 +62,8 @@ def job_detail(job: JobRecord) -> str:
         f"job        {job.job_id}  ({job.spec.name or 'unnamed'})",
         f"status     {job.status}" + (f"  ({job.end_reason})" if job.end_reason else ""),
         f"account    {job.spec.account}",
-        f"gpus       {job.spec.gpus}" + (f" on {job.node_id} [{','.join(map(str, job.gpus))}]" if job.node_id else ""),
+        f"gpus       {job.spec.gpus}"
+        + (f" on {job.node_id} [{','.join(map(str, job.gpus))}]" if job.node_id else ""),
         f"command    {' '.join(job.spec.command)}",
         f"submitted  {when(job.submitted_at)}   admitted {when(job.admitted_at)}   "
         f"started {when(job.started_at)}   ended {when(job.ended_at)}",
@@ -78,7 +82,15 @@ def queue_rows(state: State) -> list[JobRecord]:
 
 def queue_table(state: State) -> str:
     rows = [
-        [pos, j.job_id, j.spec.name or "-", j.spec.account, j.spec.gpus, when(j.submitted_at), reason_text(j.reason)]
+        [
+            pos,
+            j.job_id,
+            j.spec.name or "-",
+            j.spec.account,
+            j.spec.gpus,
+            when(j.submitted_at),
+            reason_text(j.reason),
+        ]
         for pos, j in enumerate(queue_rows(state), start=1)
     ]
     return table(["POS", "JOB", "NAME", "ACCOUNT", "GPUS", "SUBMITTED", "REASON"], rows)
@@ -99,5 +111,7 @@ def nodes_table(state: State) -> str:
             health += ",cordoned"
         model = node.gpus[0].model if node.gpus else "-"
         jobs = sorted(set(node.allocated.values()))
-        rows.append([node_id, health, model, len(node.gpus), len(node.free_gpus()), " ".join(jobs) or "-"])
+        rows.append(
+            [node_id, health, model, len(node.gpus), len(node.free_gpus()), " ".join(jobs) or "-"]
+        )
     return table(["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "JOBS"], rows)

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import msgspec
-
 from allot.bus.server import EmbeddedNats
 from allot.client.client import AsyncClient
 
@@ -88,11 +87,16 @@ class Stack:
             self._add(
                 node.node_id,
                 [
-                    "--node-id", node.node_id,
-                    "--gpus", str(node.gpus),
-                    "--work-dir", str(self.node_work_dir(node.node_id)),
-                    "--heartbeat", str(self.heartbeat_s),
-                    "--stop-grace", str(self.stop_grace_s),
+                    "--node-id",
+                    node.node_id,
+                    "--gpus",
+                    str(node.gpus),
+                    "--work-dir",
+                    str(self.node_work_dir(node.node_id)),
+                    "--heartbeat",
+                    str(self.heartbeat_s),
+                    "--stop-grace",
+                    str(self.stop_grace_s),
                 ],
                 module="node",
             )
@@ -149,7 +153,9 @@ class Stack:
 
     async def stop(self) -> None:
         self._stopping = True
-        running = [c.process for c in self.children.values() if c.process and c.process.returncode is None]
+        running = [
+            c.process for c in self.children.values() if c.process and c.process.returncode is None
+        ]
         for process in running:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)

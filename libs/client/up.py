@@ -15,8 +15,18 @@ from allot.client.stack import Stack, parse_nodes
 from allot.proto.events import JobSpec
 
 DEMO_JOBS = [
-    ("hello", "demo/research/alice", 1, "print('hello from GPU', __import__('os').environ['CUDA_VISIBLE_DEVICES'])"),
-    ("finetune", "demo/research/alice", 4, "import time; [print('step', s, flush=True) or time.sleep(0.5) for s in range(10)]"),
+    (
+        "hello",
+        "demo/research/alice",
+        1,
+        "print('hello from GPU', __import__('os').environ['CUDA_VISIBLE_DEVICES'])",
+    ),
+    (
+        "finetune",
+        "demo/research/alice",
+        4,
+        "import time; [print('step', s, flush=True) or time.sleep(0.5) for s in range(10)]",
+    ),
     ("eval-sweep", "demo/research/bob", 2, "import time; time.sleep(3); print('accuracy 0.87')"),
     ("big-train", "demo/platform/carol", 8, "import time; time.sleep(5); print('done')"),
     ("batch-infer", "demo/platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
@@ -67,6 +77,8 @@ async def up(args: argparse.Namespace) -> int:
 async def submit_demo(url: str) -> None:
     async with await AsyncClient.connect(url) as client:
         for name, account, gpus, code in DEMO_JOBS:
-            spec = JobSpec(account=account, gpus=gpus, name=name, command=[sys.executable, "-c", code])
+            spec = JobSpec(
+                account=account, gpus=gpus, name=name, command=[sys.executable, "-c", code]
+            )
             reply = await client.submit(spec)
             print(f"demo: submitted {name} ({gpus} GPUs) as {reply.job_id}", flush=True)

@@ -5,7 +5,8 @@ unknown job, a duplicate, a stale admission): it records the event as ignored, w
 reason, and leaves the state as it was. Live services and replay therefore agree.
 """
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
 from allot.proto.events import (
@@ -177,7 +178,9 @@ def _cancelled(state: State, seq: int, e: JobCancelled) -> None:
 def _started(state: State, seq: int, e: JobStarted) -> None:
     job = _job(state, e.job_id)
     if job.status != JobStatus.ADMITTED or job.node_id != e.node_id:
-        raise _Ignore(f"job {e.job_id} is {job.status} on {job.node_id}, not admitted to {e.node_id}")
+        raise _Ignore(
+            f"job {e.job_id} is {job.status} on {job.node_id}, not admitted to {e.node_id}"
+        )
     job.status = JobStatus.RUNNING
     job.started_at = e.meta.at
     job.pid = e.pid
@@ -194,7 +197,9 @@ def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
 def _exited(state: State, seq: int, e: JobExited) -> None:
     job = _job(state, e.job_id)
     if not job.status.holds_gpus or job.node_id != e.node_id:
-        raise _Ignore(f"job {e.job_id} is {job.status} on {job.node_id}, not running on {e.node_id}")
+        raise _Ignore(
+            f"job {e.job_id} is {job.status} on {job.node_id}, not running on {e.node_id}"
+        )
     job.exit_code = e.exit_code
     job.output_path = e.output_path
     if job.cancel_requested:
@@ -312,7 +317,7 @@ def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
     _node(state, e.node_id).cordoned = False
 
 
-_HANDLERS = {
+_HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     JobSubmitted: _submitted,
     JobRejected: _rejected,
     JobCancelRequested: _cancel_requested,

@@ -3,7 +3,6 @@
 import enum
 
 import msgspec
-
 from allot.proto.events import GpuInfo, JobSpec, PendingReason
 
 

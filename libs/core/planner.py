@@ -8,7 +8,6 @@ not block the ones behind it. Every job left waiting gets a stable reason code.
 import hashlib
 
 import msgspec
-
 from allot.core.model import JobRecord, State
 from allot.proto.events import Admission, PendingReason
 

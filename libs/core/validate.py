@@ -40,11 +40,11 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
         bad("command", spec.command, "arguments cannot contain NUL characters")
     if len(spec.name) > MAX_NAME or not spec.name.isprintable():
         bad("name", spec.name, f"at most {MAX_NAME} printable characters")
-    for key in spec.env:
-        if not ENV_NAME.match(key):
-            bad("env", key, "environment variable names are letters, digits and '_'")
-        elif key.startswith("ALLOT_") or key == "CUDA_VISIBLE_DEVICES":
-            bad("env", key, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
+    for variable in spec.env:
+        if not ENV_NAME.match(variable):
+            bad("env", variable, "environment variable names are letters, digits and '_'")
+        elif variable.startswith("ALLOT_") or variable == "CUDA_VISIBLE_DEVICES":
+            bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
     key = request.idempotency_key
     if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
         bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")

@@ -13,9 +13,6 @@ import re
 import uuid
 
 import msgspec
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-
 from allot.bus import tracing
 from allot.bus.eventlog import EventLog
 from allot.core import State, validate_cancel, validate_submission
@@ -23,6 +20,8 @@ from allot.proto.commands import CancelReply, CancelRequest, FieldError, SubmitR
 from allot.proto.events import JobCancelRequested, JobSubmitted
 from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
 from allot.services.runtime import Clock, follow_state, stamp
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
 log = logging.getLogger("allot.intake")
 QUEUE_GROUP = "intake"

@@ -11,5 +11,7 @@ parser.add_argument("--gpu-model", default="SIM-H100")
 parser.add_argument("--gpu-memory-mib", type=int, default=81559)
 parser.add_argument("--work-dir", type=Path, required=True, help="job directories live here")
 parser.add_argument("--heartbeat", type=float, default=1.0, help="seconds between heartbeats")
-parser.add_argument("--stop-grace", type=float, default=10.0, help="SIGTERM→SIGKILL seconds on cancel")
+parser.add_argument(
+    "--stop-grace", type=float, default=10.0, help="SIGTERM→SIGKILL seconds on cancel"
+)
 run_service("node", parser, serve)

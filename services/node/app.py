@@ -19,7 +19,6 @@ import socket
 from pathlib import Path
 
 import msgspec
-
 from allot.bus.eventlog import EventLog
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import GpuInfo, JobCancelled, JobExited, JobStarted, NodeRegistered
@@ -98,7 +97,11 @@ class NodeAgent:
             job_dir = JobDir(self.work_dir, job.job_id, job.attempts)
             if job.status == JobStatus.ADMITTED and job.cancel_requested and job_dir.pid() is None:
                 await self.events.append(
-                    JobCancelled(meta=stamp(self.node_id, self.clock), job_id=job.job_id, node_id=self.node_id),
+                    JobCancelled(
+                        meta=stamp(self.node_id, self.clock),
+                        job_id=job.job_id,
+                        node_id=self.node_id,
+                    ),
                     msg_id=f"{job.job_id}:{job.attempts}:cancelled",
                 )
                 continue

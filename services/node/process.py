@@ -69,9 +69,16 @@ async def launch(
             cwd=job.spec.workdir or job_dir.path,
             env=env,
             start_new_session=True,
+            # Blocked (kept pending) until the supervisor is ready to pass them on: a stop
+            # that arrives while it is still starting is neither lost nor fatal to it.
+            preexec_fn=_block_stop_signals,
         )
     (job_dir.path / "pid").write_text(str(process.pid))
     return process
+
+
+def _block_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 def alive(pid: int) -> bool:

@@ -3,6 +3,10 @@
 It leads the job's process group, so a signal to the group reaches the job, while it
 survives SIGTERM itself to write the job's exit status into ``DIR/exit_code`` (atomically)
 before leaving. A restarted node agent reads that file instead of losing the status.
+
+The agent starts it with SIGTERM and SIGINT blocked: a stop sent before the job exists
+stays pending, arrives here once the handler is in place, and is passed on to the job as
+soon as it has started.
 """
 
 import os
@@ -11,25 +15,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
 
 def main(argv: list[str]) -> int:
     job_dir, command = Path(argv[0]), argv[2:]
-    # A Python-level handler (not SIG_IGN) is reset to the default by exec, so the job
-    # itself still receives and handles SIGTERM.
-    signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    received: list[int] = []
+    for signum in STOP_SIGNALS:
+        # A Python-level handler (not SIG_IGN) is reset to the default by exec, so the job
+        # itself still receives and handles the signal.
+        signal.signal(signum, lambda number, frame: received.append(number))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
-        code = subprocess.call(command)
+        job = subprocess.Popen(command)
     except OSError as error:
         print(f"allot: cannot run {command[0]!r}: {error}", file=sys.stderr, flush=True)
         code = 127
+    else:
+        if received:  # arrived before the job existed, so the group signal missed it
+            job.send_signal(received[0])
+        code = job.wait()
+    write_exit_code(job_dir, code)
+    return code if code >= 0 else 128 - code
+
+
+def write_exit_code(job_dir: Path, code: int) -> None:
     tmp = job_dir / "exit_code.tmp"
     with open(tmp, "w") as f:
         f.write(str(code))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, job_dir / "exit_code")
-    return code if code >= 0 else 128 - code
 
 
 if __name__ == "__main__":

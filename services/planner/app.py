@@ -15,7 +15,9 @@ log = logging.getLogger("allot.planner")
 
 
 class Planner:
-    def __init__(self, events: EventLog, policy: Policy = POLICY_FIRST_FIT, clock: Clock | None = None):
+    def __init__(
+        self, events: EventLog, policy: Policy = POLICY_FIRST_FIT, clock: Clock | None = None
+    ):
         self.events = events
         self.policy = policy
         self.policy_hash = policy_hash(policy)

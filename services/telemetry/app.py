@@ -6,13 +6,12 @@ import asyncio
 import logging
 import time
 
-from nats.aio.msg import Msg
-
 from allot.bus.eventlog import EventLog
 from allot.core import State
 from allot.proto.events import NodeLost
 from allot.proto.subjects import HEARTBEATS
 from allot.services.runtime import Clock, follow_state, stamp
+from nats.aio.msg import Msg
 
 log = logging.getLogger("allot.telemetry")
 

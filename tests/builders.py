@@ -1,0 +1,69 @@
+"""Small builders for events in tests: every field defaulted, override what matters."""
+
+import itertools
+
+from allot.proto.events import (
+    Admission,
+    GpuInfo,
+    JobExited,
+    JobSpec,
+    JobStarted,
+    JobSubmitted,
+    Meta,
+    NodeLost,
+    NodeRegistered,
+    PlanComputed,
+)
+
+_ids = itertools.count(1)
+
+
+def meta(at: int = 1_000) -> Meta:
+    return Meta(id=f"e{next(_ids)}", at=at, producer="test")
+
+
+def spec(gpus: int = 1, account: str = "lab/team", resumable: bool = False) -> JobSpec:
+    return JobSpec(account=account, gpus=gpus, command=["true"], resumable=resumable)
+
+
+def submitted(
+    job_id: str, gpus: int = 1, *, resumable: bool = False, key: str | None = None
+) -> JobSubmitted:
+    return JobSubmitted(
+        meta=meta(), job_id=job_id, spec=spec(gpus, resumable=resumable), idempotency_key=key
+    )
+
+
+def node(node_id: str, gpus: int = 8) -> NodeRegistered:
+    return NodeRegistered(
+        meta=meta(),
+        node_id=node_id,
+        hostname="h",
+        gpus=[GpuInfo(index=i, model="SIM", memory_mib=1024) for i in range(gpus)],
+    )
+
+
+def plan(*admissions: tuple[str, str, list[int]], basis_seq: int = 0) -> PlanComputed:
+    return PlanComputed(
+        meta=meta(),
+        basis_seq=basis_seq,
+        now=2_000,
+        policy="first-fit",
+        policy_hash="x",
+        code_version="test",
+        admissions=[Admission(job_id=j, node_id=n, gpus=g) for j, n, g in admissions],
+    )
+
+
+def started(job_id: str, node_id: str, gpus: list[int]) -> JobStarted:
+    return JobStarted(
+        meta=meta(), job_id=job_id, node_id=node_id, gpus=gpus, pid=123, output_path="/o"
+    )
+
+
+def exited(job_id: str, node_id: str, code: int | None = 0) -> JobExited:
+    return JobExited(meta=meta(), job_id=job_id, node_id=node_id, exit_code=code, output_path="/o")
+
+
+def lost(node_id: str) -> NodeLost:
+    return NodeLost(meta=meta(), node_id=node_id, last_seen_ns=0, timeout_ns=1)

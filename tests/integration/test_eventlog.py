@@ -1,0 +1,104 @@
+import asyncio
+import contextlib
+
+import pytest
+from allot.bus import Conflict, EventLog, tracing
+from allot.proto.events import JobSubmitted
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests import builders as b
+
+
+async def test_append_returns_increasing_sequences_and_read_returns_them_in_order(
+    event_log: EventLog,
+) -> None:
+    seqs = [(await event_log.append(b.submitted(f"j{i}"))).seq for i in range(5)]
+    assert seqs == [1, 2, 3, 4, 5]
+    records = await event_log.read()
+    assert [r.seq for r in records] == seqs
+    assert [r.event.job_id for r in records if isinstance(r.event, JobSubmitted)] == [
+        f"j{i}" for i in range(5)
+    ]
+    assert [r.seq for r in await event_log.read(2, 3)] == [2, 3]
+    assert await event_log.read(6) == []
+
+
+async def test_a_message_id_seen_before_is_not_appended_again(event_log: EventLog) -> None:
+    first = await event_log.append(b.submitted("j1"), msg_id="same")
+    again = await event_log.append(b.submitted("j1"), msg_id="same")
+    assert (first.seq, first.duplicate) == (1, False)
+    assert (again.seq, again.duplicate) == (1, True)
+    assert await event_log.last_seq() == 1
+
+
+async def test_an_append_computed_from_an_old_prefix_conflicts(event_log: EventLog) -> None:
+    await event_log.append(b.submitted("j1"))
+    await event_log.append(b.submitted("j2"))
+    with pytest.raises(Conflict) as raised:
+        await event_log.append(b.plan(), expected_last_seq=1)
+    assert raised.value.expected_last_seq == 1
+    assert await event_log.last_seq() == 2
+    appended = await event_log.append(b.plan(), expected_last_seq=2)
+    assert appended.seq == 3
+
+
+async def test_follow_delivers_old_and_new_records_with_pending_counts(event_log: EventLog) -> None:
+    await event_log.append(b.submitted("j1"))
+    await event_log.append(b.submitted("j2"))
+    seen = []
+    async with contextlib.aclosing(event_log.follow(1)) as records:
+        async for record in records:
+            seen.append((record.seq, record.pending))
+            if record.seq == 2:
+                await event_log.append(b.submitted("j3"))
+            if record.seq == 3:
+                break
+    assert seen == [(1, 1), (2, 0), (3, 0)]
+
+
+async def test_a_durable_consumer_resumes_after_the_last_acknowledged_record(
+    event_log: EventLog,
+) -> None:
+    for i in range(3):
+        await event_log.append(b.submitted(f"j{i}"))
+
+    async def take(count: int) -> list[int]:
+        taken = []
+        async with contextlib.aclosing(event_log.consume("tester")) as records:
+            async for record in records:
+                taken.append(record.seq)
+                if len(taken) == count:
+                    break
+        return taken
+
+    assert await take(2) == [1, 2]
+    # Record 2 was being handled when the consumer stopped, so it was never acked: it comes again.
+    await event_log.append(b.submitted("j3"))
+    assert await asyncio.wait_for(take(3), 20) == [2, 3, 4]
+
+
+async def test_an_undecodable_message_is_read_as_a_record_with_an_error(
+    event_log: EventLog,
+) -> None:
+    await event_log.js.publish("allot.evt.job.x.JobTeleported", b'{"type":"JobTeleported"}')
+    [record] = await event_log.read()
+    assert record.event is None
+    assert record.type == "JobTeleported"
+    assert "JobTeleported" in record.error
+
+
+async def test_the_trace_context_travels_in_the_headers(event_log: EventLog) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("submit") as span:
+        await event_log.append(b.submitted("j1"))
+        trace_id = span.get_span_context().trace_id
+    [record] = await event_log.read()
+    assert "traceparent" in record.headers
+    carried = trace.get_current_span(tracing.extract(record.headers)).get_span_context()
+    assert carried.trace_id == trace_id

@@ -1,0 +1,113 @@
+"""The intake service object against a real NATS server, reached through the client."""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+from allot.bus import EmbeddedNats, EventLog
+from allot.client import AsyncClient, CommandError
+from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
+from allot.proto.subjects import SUBMIT
+from allot.services.intake.app import Intake
+
+from tests import builders as b
+
+
+@pytest.fixture
+async def client(nats_server: EmbeddedNats, event_log: EventLog) -> AsyncIterator[AsyncClient]:
+    await event_log.append(b.node("n1", 8))
+    intake = asyncio.create_task(Intake(event_log).run())
+    async with await AsyncClient.connect(nats_server.url) as c:
+        await c.ready(timeout=10)
+        yield c
+    intake.cancel()
+
+
+def spec(**fields: object) -> JobSpec:
+    values = {"account": "ml/vision", "gpus": 1, "command": ["python", "-c", "pass"], **fields}
+    return JobSpec(**values)  # type: ignore[arg-type]
+
+
+async def submissions(log: EventLog) -> list[JobSubmitted]:
+    return [r.event for r in await log.read() if isinstance(r.event, JobSubmitted)]
+
+
+async def test_a_submission_is_appended_once(client: AsyncClient, event_log: EventLog) -> None:
+    reply = await client.submit(spec(name="train"))
+    [event] = await submissions(event_log)
+    assert event.job_id == reply.job_id
+    assert event.spec.name == "train"
+    assert reply.seq == 2
+
+
+async def test_a_retried_submission_with_the_same_key_is_one_job(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    first = await client.submit(spec(), idempotency_key="ci-build-7")
+    again = await client.submit(spec(), idempotency_key="ci-build-7")
+    assert again.job_id == first.job_id
+    assert again.duplicate
+    # Once the intake has folded the submission, the retry is answered from its index.
+    await asyncio.sleep(0.3)
+    later = await client.submit(spec(), idempotency_key="ci-build-7")
+    assert later.job_id == first.job_id
+    assert later.duplicate
+    assert len(await submissions(event_log)) == 1
+
+
+async def test_a_key_reused_for_a_different_job_is_refused(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    await client.submit(spec(), idempotency_key="k")
+    await asyncio.sleep(0.3)
+    with pytest.raises(CommandError) as refused:
+        await client.submit(spec(gpus=2), idempotency_key="k")
+    assert refused.value.errors[0].field == "idempotency_key"
+    assert len(await submissions(event_log)) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"gpus": 0}, "gpus", "at least 1"),
+        ({"gpus": 9}, "gpus", "the largest has 8"),
+        ({"command": []}, "command", "program to run"),
+        ({"account": "Bad Account"}, "account", "lower-case segments"),
+    ],
+)
+async def test_bad_input_is_refused_by_field_and_appends_nothing(
+    client: AsyncClient, event_log: EventLog, fields: dict[str, object], field: str, words: str
+) -> None:
+    before = await event_log.last_seq()
+    with pytest.raises(CommandError) as refused:
+        await client.submit(spec(**fields))
+    [problem] = refused.value.errors
+    assert problem.field == field
+    assert words in problem.message
+    assert await event_log.last_seq() == before
+
+
+async def test_a_malformed_request_names_the_field(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    payload = b'{"spec": {"account": "a", "gpus": "two", "command": ["x"]}}'
+    msg = await client.events.nc.request(SUBMIT, payload, timeout=5)
+    reply = msgspec.json.decode(msg.data)
+    assert reply["errors"][0]["field"] == "gpus"
+    assert "Expected `int`" in reply["errors"][0]["message"]
+    assert await event_log.last_seq() == 1
+
+
+async def test_cancel_appends_a_request_and_refuses_unknown_jobs(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    reply = await client.submit(spec())
+    assert reply.job_id is not None
+    await asyncio.sleep(0.3)
+    await client.cancel(reply.job_id)
+    assert isinstance((await event_log.read())[-1].event, JobCancelRequested)
+    before = await event_log.last_seq()
+    with pytest.raises(CommandError, match="no such job"):
+        await client.cancel("j-nope")
+    assert await event_log.last_seq() == before

@@ -1,0 +1,119 @@
+import ast
+from pathlib import Path
+
+import msgspec
+import pytest
+from allot.bus.codec import decode, encode
+from allot.proto import schema
+from allot.proto.events import EVENT_TYPES, Event, JobSubmitted
+from allot.proto.subjects import subject_for
+
+from tests import builders as b
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def one_of_each() -> list[Event]:
+    """A valid instance of every event type, built from msgspec's own defaults."""
+    events = []
+    for event_type in EVENT_TYPES:
+        sample = {
+            "meta": msgspec.to_builtins(b.meta()),
+            "type": event_type.__struct_config__.tag,
+        }
+        for field in msgspec.structs.fields(event_type):
+            if field.name in sample or field.required is False:
+                continue
+            sample[field.name] = _sample_value(field.type)
+        events.append(msgspec.convert(sample, event_type))
+    return events
+
+
+def _sample_value(tp: object) -> object:
+    samples = {str: "x1", int: 7, bool: True}
+    if tp in samples:
+        return samples[tp]
+    if getattr(tp, "__origin__", None) is list:
+        return []
+    args = getattr(tp, "__args__", ())
+    if type(None) in args:  # Optional
+        return None
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return msgspec.to_builtins(b.spec())
+    raise AssertionError(f"no sample for {tp}")
+
+
+@pytest.mark.parametrize("event", one_of_each(), ids=lambda e: type(e).__name__)
+def test_every_event_round_trips_through_the_codec(event: Event) -> None:
+    assert decode(encode(event)) == event
+    assert subject_for(event).startswith("allot.evt.")
+
+
+def test_tags_are_pinned_and_unique() -> None:
+    tags = [t.__struct_config__.tag for t in EVENT_TYPES]
+    assert tags == [t.__name__ for t in EVENT_TYPES]
+    assert len(set(tags)) == len(tags)
+
+
+def test_fields_from_a_newer_schema_are_tolerated() -> None:
+    data = msgspec.json.decode(encode(b.submitted("j1")))
+    data["priority_class"] = "gold"
+    data["spec"]["topology"] = "rack"
+    event = decode(msgspec.json.encode(data))
+    assert isinstance(event, JobSubmitted)
+    assert event.job_id == "j1"
+
+
+def test_an_unknown_event_type_is_a_decode_error() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        decode(b'{"type": "JobTeleported", "meta": {"id": "1", "at": 1, "producer": "x"}}')
+
+
+def test_subjects_follow_the_entity() -> None:
+    assert subject_for(b.submitted("j-1")) == "allot.evt.job.j-1.JobSubmitted"
+    assert subject_for(b.node("node-1")) == "allot.evt.node.node-1.NodeRegistered"
+    assert subject_for(b.plan()) == "allot.evt.plan.PlanComputed"
+    with pytest.raises(ValueError, match="subject token"):
+        subject_for(b.submitted("a.b"))
+
+
+def test_checked_in_schemas_are_current() -> None:
+    stale = [
+        name
+        for name, text in schema.render().items()
+        if (schema.SCHEMA_DIR / name).read_text() != text
+    ]
+    assert stale == [], f"run `python -m allot.proto.schema` to refresh {stale}"
+
+
+FORBIDDEN = {
+    "asyncio",
+    "nats",
+    "faststream",
+    "time",
+    "uuid",
+    "random",
+    "allot.bus",
+    "allot.services",
+    "allot.client",
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", ["libs/core", "proto"])
+def test_the_core_and_the_contracts_stay_pure(package: str) -> None:
+    files = sorted((ROOT / package).glob("*.py"))
+    assert files
+    for path in files:
+        for name in imports_of(path):
+            hit = [f for f in FORBIDDEN if name == f or name.startswith(f + ".")]
+            assert not hit, f"{path.relative_to(ROOT)} imports {name}"

@@ -1,0 +1,195 @@
+from allot.core import JobStatus, State, apply, apply_record
+from allot.proto.events import Event, JobCancelRequested, JobPreempted, JobRequeued
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import builders as b
+
+
+def fold(*events: Event) -> State:
+    state = State()
+    for seq, event in enumerate(events, start=1):
+        apply(state, seq, event)
+    return state
+
+
+def test_a_job_runs_from_submission_to_success() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.submitted("j1", gpus=2),
+        b.plan(("j1", "n1", [0, 1])),
+        b.started("j1", "n1", [0, 1]),
+    )
+    job = state.jobs["j1"]
+    assert job.status == JobStatus.RUNNING
+    assert state.nodes["n1"].free_gpus() == [2, 3]
+    assert "j1" not in state.pending
+
+    apply(state, 5, b.exited("j1", "n1", 0))
+    assert job.status == JobStatus.SUCCEEDED
+    assert state.nodes["n1"].free_gpus() == [0, 1, 2, 3]
+    assert state.seq == 5
+
+
+def test_a_non_zero_exit_fails_the_job() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1"),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        b.exited("j1", "n1", 3),
+    )
+    assert state.jobs["j1"].status == JobStatus.FAILED
+    assert state.jobs["j1"].exit_code == 3
+
+
+def test_events_that_do_not_fit_are_ignored_with_a_reason() -> None:
+    state = fold(
+        b.submitted("j1"),
+        b.submitted("j1"),  # duplicate
+        b.started("ghost", "n1", [0]),  # unknown job
+        b.plan(("j1", "n9", [0])),  # unknown node
+    )
+    reasons = [(i.seq, i.reason) for i in state.ignored]
+    assert reasons == [
+        (2, "job j1 already submitted"),
+        (3, "unknown job ghost"),
+        (4, "j1: node n9 is not schedulable"),
+    ]
+    assert state.jobs["j1"].status == JobStatus.PENDING
+
+
+def test_an_admission_of_gpus_already_taken_is_ignored() -> None:
+    state = fold(
+        b.node("n1", 2),
+        b.submitted("a", 2),
+        b.submitted("b", 1),
+        b.plan(("a", "n1", [0, 1])),
+        b.plan(("b", "n1", [1])),
+    )
+    assert state.jobs["b"].status == JobStatus.PENDING
+    assert state.nodes["n1"].allocated == {0: "a", 1: "a"}
+    assert state.ignored[-1].reason == "b: GPUs [1] not free on n1"
+
+
+def test_cancelling_a_pending_job_ends_it_at_once() -> None:
+    state = fold(b.submitted("j1"), JobCancelRequested(meta=b.meta(), job_id="j1"))
+    assert state.jobs["j1"].status == JobStatus.CANCELLED
+    assert not state.pending
+
+
+def test_cancelling_a_running_job_ends_it_when_it_exits() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1"),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        JobCancelRequested(meta=b.meta(), job_id="j1"),
+    )
+    assert state.jobs["j1"].status == JobStatus.RUNNING
+    assert state.jobs["j1"].cancel_requested
+    apply(state, 6, b.exited("j1", "n1", -15))
+    assert state.jobs["j1"].status == JobStatus.CANCELLED
+
+
+def test_a_lost_node_loses_its_jobs_or_requeues_the_resumable_ones() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.submitted("plain", 1),
+        b.submitted("resumable", 1, resumable=True),
+        b.plan(("plain", "n1", [0]), ("resumable", "n1", [1])),
+        b.started("plain", "n1", [0]),
+        b.lost("n1"),
+    )
+    assert state.jobs["plain"].status == JobStatus.LOST
+    resumable = state.jobs["resumable"]
+    assert resumable.status == JobStatus.PENDING
+    assert resumable.attempts == 1
+    assert resumable.node_id is None
+    assert "resumable" in state.pending
+    assert state.nodes["n1"].allocated == {}
+    assert not state.nodes["n1"].schedulable
+    # A late exit report from the lost node changes nothing.
+    apply(state, 7, b.exited("plain", "n1", 0))
+    assert state.jobs["plain"].status == JobStatus.LOST
+
+
+def test_a_node_that_registers_again_is_back() -> None:
+    state = fold(b.node("n1"), b.lost("n1"), b.node("n1"))
+    assert state.nodes["n1"].schedulable
+
+
+def test_preempted_jobs_free_their_gpus_and_requeue() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1", resumable=True),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        JobPreempted(
+            meta=b.meta(), job_id="j1", lost_gpu_ms=0, checkpoint_age_ns=None, grace_used_ns=0
+        ),
+    )
+    assert state.jobs["j1"].status == JobStatus.PREEMPTED
+    assert state.nodes["n1"].allocated == {}
+    apply(state, 6, JobRequeued(meta=b.meta(), job_id="j1", reason="preempted"))
+    assert state.jobs["j1"].status == JobStatus.PENDING
+    assert "j1" in state.pending
+
+
+def test_an_old_sequence_is_not_folded_twice() -> None:
+    state = fold(b.submitted("j1"))
+    apply(state, 1, b.submitted("j2"))
+    assert "j2" not in state.jobs
+
+
+class _Undecodable:
+    seq = 1
+    type = "JobTeleported"
+    event = None
+    error = "unknown type"
+
+
+def test_an_undecodable_record_is_ignored_and_counted() -> None:
+    state = apply_record(State(), _Undecodable())
+    assert state.seq == 1
+    assert state.ignored[0].type == "JobTeleported"
+
+
+# --- properties ---------------------------------------------------------------------------
+
+JOBS = ["a", "b", "c"]
+NODES = ["n1", "n2"]
+gpu_lists = st.lists(st.integers(0, 3), min_size=1, max_size=3)
+events = st.one_of(
+    st.builds(lambda j, g: b.submitted(j, g), st.sampled_from(JOBS), st.integers(1, 3)),
+    st.builds(lambda n: b.node(n, 2), st.sampled_from(NODES)),
+    st.builds(
+        lambda j, n, g: b.plan((j, n, g)), st.sampled_from(JOBS), st.sampled_from(NODES), gpu_lists
+    ),
+    st.builds(b.started, st.sampled_from(JOBS), st.sampled_from(NODES), gpu_lists),
+    st.builds(
+        b.exited, st.sampled_from(JOBS), st.sampled_from(NODES), st.sampled_from([0, 1, None])
+    ),
+    st.builds(b.lost, st.sampled_from(NODES)),
+    st.builds(lambda j: JobCancelRequested(meta=b.meta(), job_id=j), st.sampled_from(JOBS)),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(events, max_size=30))
+def test_any_event_sequence_folds_without_error_and_identically_twice(
+    sequence: list[Event],
+) -> None:
+    first, second = fold(*sequence), fold(*sequence)
+    assert first.jobs == second.jobs
+    assert first.nodes == second.nodes
+    assert first.ignored == second.ignored
+    # Invariants: a GPU is held only by a job that holds GPUs, on that node.
+    for node in first.nodes.values():
+        for index, job_id in node.allocated.items():
+            job = first.jobs[job_id]
+            assert job.status.holds_gpus
+            assert job.node_id == node.node_id
+            assert index in job.gpus
+    for job in first.jobs.values():
+        assert (job.job_id in first.pending) == (job.status == JobStatus.PENDING)

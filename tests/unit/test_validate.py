@@ -1,0 +1,57 @@
+import pytest
+from allot.core import State, apply, validate_cancel, validate_submission
+from allot.proto.commands import CancelRequest, SubmitRequest
+from allot.proto.events import JobSpec
+
+from tests import builders as b
+
+
+def problems(
+    state: State | None = None, key: str | None = None, **fields: object
+) -> list[tuple[str, str]]:
+    spec = {"account": "ml/vision", "gpus": 1, "command": ["python", "train.py"], **fields}
+    request = SubmitRequest(spec=JobSpec(**spec), idempotency_key=key)  # type: ignore[arg-type]
+    return [(e.field, e.message) for e in validate_submission(request, state or State())]
+
+
+def test_a_good_submission_passes() -> None:
+    assert problems() == []
+
+
+@pytest.mark.parametrize("gpus", [0, -1])
+def test_gpus_must_be_positive(gpus: int) -> None:
+    assert problems(gpus=gpus) == [("gpus", "must be at least 1")]
+
+
+def test_gpus_beyond_every_node_are_refused_once_nodes_are_known() -> None:
+    state = apply(State(), 1, b.node("n1", 8))
+    assert problems(state, gpus=9) == [("gpus", "no node has that many GPUs; the largest has 8")]
+    assert problems(state, gpus=8) == []
+
+
+@pytest.mark.parametrize("command", [[], [""], ["  "]])
+def test_the_command_cannot_be_empty(command: list[str]) -> None:
+    assert problems(command=command) == [("command", "give the program to run and its arguments")]
+
+
+@pytest.mark.parametrize("account", ["", "ML", "a//b", "/a", "a.b", "a b", "-a"])
+def test_malformed_accounts_are_refused(account: str) -> None:
+    fields = [field for field, _ in problems(account=account)]
+    assert fields == ["account"]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    fields = [field for field, _ in problems(account="X", gpus=0, command=[], key="")]
+    assert fields == ["account", "gpus", "command", "idempotency_key"]
+
+
+def test_allot_variables_cannot_be_overridden() -> None:
+    assert [f for f, _ in problems(env={"CUDA_VISIBLE_DEVICES": "0"})] == ["env"]
+
+
+def test_cancel_needs_a_known_live_job() -> None:
+    state = apply(State(), 1, b.submitted("j1"))
+    assert validate_cancel(CancelRequest(job_id="j1"), state) == []
+    assert [e.message for e in validate_cancel(CancelRequest(job_id="nope"), state)] == [
+        "no such job"
+    ]
