@@ -59,8 +59,17 @@ class NodeAgent:
         self._stopping: set[str] = set()
         self._revoked: set[str] = set()  # jobs the log took away from this node
         self._first_pass = True
+        self._lost_registration: int | None = None  # registration a loss was answered for
 
     async def run(self) -> None:
+        await self._register()
+        beating = asyncio.create_task(self._heartbeat())
+        try:
+            await follow_state(self.events, self.state, self.reconcile)
+        finally:
+            beating.cancel()
+
+    async def _register(self) -> None:
         registered = NodeRegistered(
             meta=stamp(self.node_id, self.clock),
             node_id=self.node_id,
@@ -68,11 +77,6 @@ class NodeAgent:
             gpus=self.gpus,
         )
         await self.events.append(registered)
-        beating = asyncio.create_task(self._heartbeat())
-        try:
-            await follow_state(self.events, self.state, self.reconcile)
-        finally:
-            beating.cancel()
 
     async def _heartbeat(self) -> None:
         while True:
@@ -89,6 +93,14 @@ class NodeAgent:
 
     async def reconcile(self) -> None:
         mine = self._mine()
+        node = self.state.nodes.get(self.node_id)
+        if node is not None and node.lost and self._lost_registration != node.registered_at:
+            # Declared lost while alive (a stall, a partition): the log has already ended or
+            # requeued this node's jobs, so their processes are killed below; then the node
+            # offers itself again.
+            self._lost_registration = node.registered_at
+            log.warning("this node was declared lost; registering again")
+            await self._register()
         for job in mine:
             if job.job_id in self._watched:
                 if job.cancel_requested and job.job_id not in self._stopping:

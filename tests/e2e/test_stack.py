@@ -14,6 +14,8 @@ from allot.client.stack import NodeShape, Stack
 from allot.core import JobStatus, State
 from allot.proto.events import JobSpec
 
+from tests import builders as b
+
 
 @pytest.fixture
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
@@ -38,9 +40,13 @@ async def client(stack: Stack) -> AsyncIterator[AsyncClient]:
         yield c
 
 
-def running(state: State, job_id: str) -> bool:
+def status(state: State, job_id: str) -> JobStatus | None:
     job = state.jobs.get(job_id)
-    return job is not None and job.status == JobStatus.RUNNING
+    return None if job is None else job.status
+
+
+def running(state: State, job_id: str) -> bool:
+    return status(state, job_id) == JobStatus.RUNNING
 
 
 def python(code: str) -> list[str]:
@@ -228,3 +234,26 @@ def test_the_cli_submits_waits_and_shows_status(stack: Stack) -> None:
     assert "PlanComputed" in tail.stdout
     assert job_id in allot("status").stdout
     assert "node-1" in allot("nodes").stdout
+
+
+async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_again(
+    stack: Stack, client: AsyncClient
+) -> None:
+    reply = await client.submit(
+        JobSpec(account="lab/a", gpus=2, command=python("import time; time.sleep(60)"))
+    )
+    assert reply.job_id is not None
+    job_id = reply.job_id
+    state = await until(client, lambda s: running(s, job_id))
+    node_id = state.jobs[job_id].node_id
+    pid = state.jobs[job_id].pid
+    assert node_id is not None
+    assert pid is not None
+
+    # As if telemetry had missed its heartbeats.
+    await client.events.append(b.lost(node_id))
+    state = await until(client, lambda s: status(s, job_id) == JobStatus.LOST)
+    lost_at = state.seq
+    await until(client, lambda s: s.seq > lost_at and not s.nodes[node_id].lost)
+    await asyncio.sleep(0.5)
+    assert not _alive(pid)
