@@ -7,7 +7,7 @@ one event into a ``State`` the caller owns; ``plan`` decides from a state and a 
 
 from allot.core.fold import apply, apply_record
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
-from allot.core.planner import POLICY_FIRST_FIT, Plan, Policy, plan, policy_hash, worth_recording
+from allot.core.planner import POLICY_FIRST_FIT, Plan, Policy, plan, policy_hash
 from allot.core.validate import validate_cancel, validate_submission
 
 __all__ = [
@@ -25,5 +25,4 @@ __all__ = [
     "policy_hash",
     "validate_cancel",
     "validate_submission",
-    "worth_recording",
 ]

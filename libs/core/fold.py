@@ -127,6 +127,7 @@ def _requeue(state: State, job: JobRecord, reason: str) -> None:
     job.pid = None
     job.admitted_at = job.started_at = None
     job.cancel_requested = False
+    job.reason = None
     job.attempts += 1
     job.end_reason = reason
     state.pending[job.job_id] = None

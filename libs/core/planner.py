@@ -2,7 +2,9 @@
 
 The policy here is first-fit: pending jobs in submission order, each onto the first node
 (by id) with enough free GPUs, taking its lowest free indices. A job that does not fit does
-not block the ones behind it. Every job left waiting gets a stable reason code.
+not block the ones behind it. Every job left waiting gets a stable reason code; a plan
+carries only the reasons that changed since the log last stated them, so the folded state
+always knows why each job waits while plans stay small however long the queue is.
 """
 
 import hashlib
@@ -27,7 +29,12 @@ POLICY_FIRST_FIT = Policy()
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
-    pending: list[PendingReason]
+    pending: list[PendingReason]  # new or changed reasons only
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to record: appending it would only answer every event with a plan."""
+        return not self.admissions and not self.pending
 
 
 def policy_hash(policy: Policy) -> str:
@@ -47,19 +54,13 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
         need = job.spec.gpus
         node_id = next((n for n, gpus in free.items() if len(gpus) >= need), None)
         if node_id is None:
-            pending.append(_why_waiting(job, free))
+            reason = _why_waiting(job, free)
+            if job.reason != reason:
+                pending.append(reason)
             continue
         taken, free[node_id] = free[node_id][:need], free[node_id][need:]
         admissions.append(Admission(job_id=job.job_id, node_id=node_id, gpus=taken))
     return Plan(admissions=admissions, pending=pending)
-
-
-def worth_recording(state: State, decided: Plan) -> bool:
-    """A plan is appended only if it admits something or changes why a job waits;
-    otherwise every event would be answered by an identical plan."""
-    if decided.admissions:
-        return True
-    return any(state.jobs[r.job_id].reason != r for r in decided.pending)
 
 
 def _queue(state: State) -> list[JobRecord]:
@@ -69,9 +70,8 @@ def _queue(state: State) -> list[JobRecord]:
 
 
 def _why_waiting(job: JobRecord, free: dict[str, list[int]]) -> PendingReason:
+    # Parameters describe the job, not the moment: a reason that changed with every
+    # finishing job would have to be restated for the whole queue each time.
     if not free:
         return PendingReason(job_id=job.job_id, code=NO_NODES)
-    largest = max(len(gpus) for gpus in free.values())
-    return PendingReason(
-        job_id=job.job_id, code=NO_FIT, params={"need": job.spec.gpus, "largest_free": largest}
-    )
+    return PendingReason(job_id=job.job_id, code=NO_FIT, params={"need": job.spec.gpus})

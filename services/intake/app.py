@@ -7,6 +7,7 @@ and nothing new is appended. Bad input is answered with field errors and appends
 """
 
 import argparse
+import asyncio
 import hashlib
 import logging
 import re
@@ -25,6 +26,7 @@ from nats.aio.subscription import Subscription
 
 log = logging.getLogger("allot.intake")
 QUEUE_GROUP = "intake"
+MAX_IN_FLIGHT = 256  # submissions being appended at once
 _AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 
 
@@ -41,6 +43,8 @@ class Intake:
         self.clock = clock or Clock()
         self.state = State()
         self._subscriptions: list[Subscription] = []
+        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         await follow_state(self.events, self.state, self._on_caught_up)
@@ -62,6 +66,16 @@ class Intake:
         await msg.respond(b'{"ok":true}')
 
     async def _on_submit(self, msg: Msg) -> None:
+        # Handled concurrently so appends overlap their acknowledgements. Safe for
+        # retries: a key always maps to the same job id and message id, so the server
+        # drops whichever of two racing appends comes second.
+        await self._in_flight.acquire()
+        task = asyncio.create_task(self._submit_and_reply(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self._in_flight.release())
+
+    async def _submit_and_reply(self, msg: Msg) -> None:
         with tracing.tracer.start_as_current_span(
             "intake.submit", context=tracing.extract(msg.headers)
         ):

@@ -7,7 +7,7 @@ import logging
 from importlib.metadata import version
 
 from allot.bus.eventlog import Conflict, EventLog
-from allot.core import POLICY_FIRST_FIT, Policy, State, plan, policy_hash, worth_recording
+from allot.core import POLICY_FIRST_FIT, Policy, State, plan, policy_hash
 from allot.proto.events import PlanComputed
 from allot.services.runtime import Clock, follow_state, stamp
 
@@ -33,7 +33,7 @@ class Planner:
     async def plan_once(self) -> None:
         now = self.clock.now()
         decided = plan(self.state, now, self.policy)
-        if not worth_recording(self.state, decided):
+        if decided.empty:
             return
         event = PlanComputed(
             meta=stamp("planner", self.clock),
@@ -53,10 +53,13 @@ class Planner:
             return
         self.plans += 1
         log.info(
-            "plan on %d: %d admitted, %d waiting",
+            "plan on %d: %d admitted, %d reasons changed, %d waiting (%d plans, %d conflicts)",
             self.state.seq,
             len(decided.admissions),
             len(decided.pending),
+            len(self.state.pending) - len(decided.admissions),
+            self.plans,
+            self.conflicts,
         )
 
 

@@ -15,13 +15,27 @@ from tests import builders as b
 
 
 @pytest.fixture
-async def client(nats_server: EmbeddedNats, event_log: EventLog) -> AsyncIterator[AsyncClient]:
+async def intake(event_log: EventLog) -> AsyncIterator[Intake]:
     await event_log.append(b.node("n1", 8))
-    intake = asyncio.create_task(Intake(event_log).run())
+    service = Intake(event_log)
+    running = asyncio.create_task(service.run())
+    yield service
+    running.cancel()
+
+
+@pytest.fixture
+async def client(nats_server: EmbeddedNats, intake: Intake) -> AsyncIterator[AsyncClient]:
     async with await AsyncClient.connect(nats_server.url) as c:
         await c.ready(timeout=10)
         yield c
-    intake.cancel()
+
+
+async def folded(intake: Intake) -> None:
+    """Wait until the intake has folded everything in the log."""
+    last = await intake.events.last_seq()
+    async with asyncio.timeout(10):
+        while intake.state.seq < last:
+            await asyncio.sleep(0.01)
 
 
 def spec(**fields: object) -> JobSpec:
@@ -42,14 +56,14 @@ async def test_a_submission_is_appended_once(client: AsyncClient, event_log: Eve
 
 
 async def test_a_retried_submission_with_the_same_key_is_one_job(
-    client: AsyncClient, event_log: EventLog
+    client: AsyncClient, event_log: EventLog, intake: Intake
 ) -> None:
     first = await client.submit(spec(), idempotency_key="ci-build-7")
     again = await client.submit(spec(), idempotency_key="ci-build-7")
     assert again.job_id == first.job_id
     assert again.duplicate
     # Once the intake has folded the submission, the retry is answered from its index.
-    await asyncio.sleep(0.3)
+    await folded(intake)
     later = await client.submit(spec(), idempotency_key="ci-build-7")
     assert later.job_id == first.job_id
     assert later.duplicate
@@ -57,10 +71,10 @@ async def test_a_retried_submission_with_the_same_key_is_one_job(
 
 
 async def test_a_key_reused_for_a_different_job_is_refused(
-    client: AsyncClient, event_log: EventLog
+    client: AsyncClient, event_log: EventLog, intake: Intake
 ) -> None:
     await client.submit(spec(), idempotency_key="k")
-    await asyncio.sleep(0.3)
+    await folded(intake)
     with pytest.raises(CommandError) as refused:
         await client.submit(spec(gpus=2), idempotency_key="k")
     assert refused.value.errors[0].field == "idempotency_key"
@@ -100,14 +114,25 @@ async def test_a_malformed_request_names_the_field(
 
 
 async def test_cancel_appends_a_request_and_refuses_unknown_jobs(
-    client: AsyncClient, event_log: EventLog
+    client: AsyncClient, event_log: EventLog, intake: Intake
 ) -> None:
     reply = await client.submit(spec())
     assert reply.job_id is not None
-    await asyncio.sleep(0.3)
+    await folded(intake)
     await client.cancel(reply.job_id)
     assert isinstance((await event_log.read())[-1].event, JobCancelRequested)
     before = await event_log.last_seq()
     with pytest.raises(CommandError, match="no such job"):
         await client.cancel("j-nope")
     assert await event_log.last_seq() == before
+
+
+async def test_racing_retries_with_one_key_make_one_job(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    replies = await asyncio.gather(
+        *(client.submit(spec(), idempotency_key="race") for _ in range(20))
+    )
+    assert len({r.job_id for r in replies}) == 1
+    assert sum(not r.duplicate for r in replies) == 1
+    assert len(await submissions(event_log)) == 1
