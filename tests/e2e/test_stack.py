@@ -257,3 +257,17 @@ async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_aga
     await until(client, lambda s: s.seq > lost_at and not s.nodes[node_id].lost)
     await asyncio.sleep(0.5)
     assert not _alive(pid)
+
+
+async def test_allot_up_restarts_a_service_that_dies(tmp_path: Path) -> None:
+    s = Stack(tmp_path / "allot", [NodeShape(node_id="node-1", gpus=1)], restart=True)
+    async with s, await AsyncClient.connect(s.url) as client:
+        planner = s.children["planner"].process
+        assert planner is not None
+        planner.kill()
+        await planner.wait()
+        reply = await client.submit(JobSpec(account="lab/a", gpus=1, command=python("pass")))
+        assert reply.job_id is not None
+        job = await client.wait(reply.job_id, timeout=20)
+        assert job.status == JobStatus.SUCCEEDED
+        assert s.children["planner"].process is not planner
