@@ -1,7 +1,8 @@
 """The event log: one JetStream stream, appended with optimistic concurrency, read in order.
 
-``append`` sets ``Nats-Msg-Id`` (server-side de-duplication) and, when given,
-``Nats-Expected-Last-Sequence``; a stream that moved on raises ``Conflict``. Reads and
+``append`` sets ``Nats-Msg-Id`` (server-side de-duplication) and, when given, an expected
+last sequence of the stream or of the event's subject; a log that moved on raises
+``Conflict``. Reads and
 follows use ordered consumers, so records arrive in sequence order without acks. Durable
 consumers (``consume``) ack after the caller has handled a record: at-least-once.
 """
@@ -92,19 +93,29 @@ class EventLog:
         *,
         msg_id: str | None = None,
         expected_last_seq: int | None = None,
+        expected_last_subject_seq: int | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Appended:
+        """Append one event. ``expected_last_seq`` guards the whole stream;
+        ``expected_last_subject_seq`` only the event's own subject (0: nothing on it yet)."""
         all_headers = tracing.inject(dict(headers or {}))
         all_headers["Nats-Msg-Id"] = msg_id or event.meta.id
         if expected_last_seq is not None:
             all_headers["Nats-Expected-Last-Sequence"] = str(expected_last_seq)
+        if expected_last_subject_seq is not None:
+            all_headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
         try:
             ack = await self.js.publish(
                 subject_for(event), encode(event), stream=self.settings.name, headers=all_headers
             )
         except APIError as error:
-            if error.err_code == WRONG_LAST_SEQUENCE and expected_last_seq is not None:
-                raise Conflict(expected_last_seq, error.description or "") from error
+            if error.err_code == WRONG_LAST_SEQUENCE:
+                expected = (
+                    expected_last_seq
+                    if expected_last_seq is not None
+                    else expected_last_subject_seq
+                )
+                raise Conflict(expected or 0, error.description or "") from error
             raise
         return Appended(seq=ack.seq, duplicate=bool(ack.duplicate))
 

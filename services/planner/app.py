@@ -1,6 +1,8 @@
-"""Each time the log has been read to its end, plan; append the plan only if the log has
-not moved meanwhile (``Nats-Expected-Last-Sequence`` = ``basis_seq``). On a conflict the
-new events arrive, are folded, and the planner plans again from the longer prefix."""
+"""Each time the log has been read to its end, plan, and append the plan guarded by
+``Nats-Expected-Last-Subject-Sequence`` on the plan subject: it fails only if another plan
+was appended since the last one this planner folded (see docs/adr/0004). Events of other
+kinds that arrive meanwhile do not void it: the plan names its ``basis_seq``, and the fold
+ignores, with a reason, any admission they made impossible."""
 
 import argparse
 import logging
@@ -26,11 +28,14 @@ class Planner:
         self.state = State()
         self.plans = 0
         self.conflicts = 0
+        self._own_plan_seq = 0  # the last plan this planner appended
 
     async def run(self) -> None:
         await follow_state(self.events, self.state, self.plan_once)
 
     async def plan_once(self) -> None:
+        if self.state.seq < self._own_plan_seq:
+            return  # a plan from before its predecessor was folded would repeat it
         now = self.clock.now()
         decided = plan(self.state, now, self.policy)
         if decided.empty:
@@ -46,18 +51,20 @@ class Planner:
             pending=decided.pending,
         )
         try:
-            await self.events.append(event, expected_last_seq=self.state.seq)
+            appended = await self.events.append(
+                event, expected_last_subject_seq=self.state.last_plan_seq
+            )
         except Conflict:
             self.conflicts += 1
-            log.debug("plan on %d outdated; %d conflicts so far", self.state.seq, self.conflicts)
+            log.info("another plan came first; %d conflicts so far", self.conflicts)
             return
+        self._own_plan_seq = appended.seq
         self.plans += 1
         log.info(
-            "plan on %d: %d admitted, %d reasons changed, %d waiting (%d plans, %d conflicts)",
+            "plan on %d: %d admitted, %d reasons changed (%d plans, %d conflicts)",
             self.state.seq,
             len(decided.admissions),
             len(decided.pending),
-            len(self.state.pending) - len(decided.admissions),
             self.plans,
             self.conflicts,
         )

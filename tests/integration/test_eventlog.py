@@ -102,3 +102,15 @@ async def test_the_trace_context_travels_in_the_headers(event_log: EventLog) -> 
     assert "traceparent" in record.headers
     carried = trace.get_current_span(tracing.extract(record.headers)).get_span_context()
     assert carried.trace_id == trace_id
+
+
+async def test_an_append_can_guard_only_its_own_subject(event_log: EventLog) -> None:
+    first_plan = await event_log.append(b.plan(), expected_last_subject_seq=0)
+    await event_log.append(b.submitted("j1"))  # another subject: no conflict
+    second_plan = await event_log.append(b.plan(), expected_last_subject_seq=first_plan.seq)
+    assert second_plan.seq == 3
+    with pytest.raises(Conflict):
+        await event_log.append(b.plan(), expected_last_subject_seq=first_plan.seq)
+    with pytest.raises(Conflict):
+        await event_log.append(b.plan(), expected_last_subject_seq=0)
+    assert await event_log.last_seq() == 3

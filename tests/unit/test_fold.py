@@ -193,3 +193,16 @@ def test_any_event_sequence_folds_without_error_and_identically_twice(
             assert index in job.gpus
     for job in first.jobs.values():
         assert (job.job_id in first.pending) == (job.status == JobStatus.PENDING)
+
+
+def test_an_admission_voided_by_a_later_event_is_ignored() -> None:
+    # The plan was computed before the cancellation, appended after it.
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1"),
+        JobCancelRequested(meta=b.meta(), job_id="j1"),
+        b.plan(("j1", "n1", [0]), basis_seq=2),
+    )
+    assert state.jobs["j1"].status == JobStatus.CANCELLED
+    assert state.nodes["n1"].allocated == {}
+    assert state.ignored[-1].reason == "j1: job is not pending"
