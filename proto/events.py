@@ -65,6 +65,7 @@ class JobCancelled(Event, frozen=True, kw_only=True, tag="JobCancelled"):
 
     job_id: str
     node_id: str | None = None
+    attempt: int = 0
 
 
 class JobStarted(Event, frozen=True, kw_only=True, tag="JobStarted"):
@@ -73,6 +74,7 @@ class JobStarted(Event, frozen=True, kw_only=True, tag="JobStarted"):
     gpus: list[int]
     pid: int
     output_path: str
+    attempt: int = 0  # which run of the job: 0, then one more per requeue
 
 
 class JobCheckpointed(Event, frozen=True, kw_only=True, tag="JobCheckpointed"):
@@ -90,6 +92,7 @@ class JobExited(Event, frozen=True, kw_only=True, tag="JobExited"):
     exit_code: int | None
     output_path: str
     reason: str = ""
+    attempt: int = 0
 
 
 class StopRequested(Event, frozen=True, kw_only=True, tag="StopRequested"):

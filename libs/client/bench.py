@@ -35,7 +35,6 @@ async def bench(args: argparse.Namespace) -> int:
                 latency = await submit_to_start(client, args.jobs)
                 throughput = await intake_throughput(client, args.burst, args.concurrency)
         finally:
-            stack.kill_jobs()
             await stack.stop()
     result = {"submit_to_start_ms": latency, "intake": throughput}
     if args.json:

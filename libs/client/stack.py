@@ -78,6 +78,14 @@ class Stack:
         return self.data_dir / "nodes" / node_id
 
     async def start(self, timeout: float = 30.0) -> "Stack":
+        try:
+            await self._start(timeout)
+        except BaseException:
+            await self.stop()  # nothing half-started is left running
+            raise
+        return self
+
+    async def _start(self, timeout: float) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         await self.nats.start()
         self._add("intake", [])
@@ -104,7 +112,6 @@ class Stack:
             await self._spawn(child)
             self._watchers.append(asyncio.create_task(self._watch(child)))
         await self._wait_ready(timeout)
-        return self
 
     def _add(self, name: str, args: list[str], module: str | None = None) -> None:
         argv = [sys.executable, "-m", f"allot.services.{module or name}", "--nats-url", self.url]
@@ -124,6 +131,8 @@ class Stack:
                 return
             log.warning("%s exited with %s; restarting (see %s)", child.name, code, child.log_path)
             await asyncio.sleep(1.0)
+            if self._stopping:
+                return
             await self._spawn(child)
 
     async def _wait_ready(self, timeout: float) -> None:
@@ -152,32 +161,56 @@ class Stack:
         self._watchers.append(asyncio.create_task(self._watch(child)))
 
     async def stop(self) -> None:
+        """Stop every service, then the jobs they left running, then NATS."""
         self._stopping = True
+        for watcher in self._watchers:
+            watcher.cancel()
         running = [
             c.process for c in self.children.values() if c.process and c.process.returncode is None
         ]
-        for process in running:
+        for service in running:
             with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-        for process in running:
+                service.send_signal(signal.SIGTERM)
+        for service in running:
             try:
-                await asyncio.wait_for(process.wait(), 10)
+                await asyncio.wait_for(service.wait(), 10)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-        for watcher in self._watchers:
-            watcher.cancel()
+                    service.kill()
+                await service.wait()
+        await self._stop_jobs()
         await self.nats.stop()
 
-    def kill_jobs(self) -> None:
-        """SIGKILL every job process any node of this stack started (cleanup for tests)."""
-        for pid_file in self.data_dir.glob("nodes/*/jobs/*/*/pid"):
+    async def _stop_jobs(self) -> None:
+        """SIGTERM every job process the nodes left running, SIGKILL after the grace period.
+        (A node agent alone leaves its jobs for the next agent to adopt; stopping the whole
+        stack stops them, and a restarted stack reports them as exited.)"""
+        groups = []
+        for pid_file in sorted(self.data_dir.glob("nodes/*/jobs/*/*/pid")):
             with contextlib.suppress(ValueError, OSError):
-                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+                groups.append(int(pid_file.read_text()))
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            live = [g for g in groups if _group_alive(g)]
+            for group in live:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signum)
+            deadline = asyncio.get_running_loop().time() + self.stop_grace_s
+            while live and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+                live = [g for g in live if _group_alive(g)]
 
     async def __aenter__(self) -> "Stack":
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -46,7 +46,7 @@ async def up(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
-    await stack.start()
+    await stack.start()  # stops whatever it started if it fails
     current_file().parent.mkdir(parents=True, exist_ok=True)
     current_file().write_text(
         json.dumps({"nats_url": stack.url, "data_dir": str(stack.data_dir), "pid": os.getpid()})

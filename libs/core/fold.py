@@ -32,6 +32,7 @@ from allot.proto.events import (
 )
 
 MAX_IGNORED_KEPT = 1000
+_HOLDING = (JobStatus.ADMITTED, JobStatus.RUNNING)
 
 
 class _Ignore(Exception):
@@ -169,19 +170,27 @@ def _cancel_requested(state: State, seq: int, e: JobCancelRequested) -> None:
         job.cancel_requested = True  # its node agent stops it and reports the end
 
 
+def _attempt_on_node(
+    state: State, job_id: str, node_id: str | None, attempt: int, statuses: tuple[JobStatus, ...]
+) -> JobRecord:
+    """The job, if a node's report is about its current attempt there; else ignore the
+    report (a late one from an earlier attempt must not end the next)."""
+    job = _job(state, job_id)
+    if job.status not in statuses or job.node_id != node_id or job.attempts != attempt:
+        raise _Ignore(
+            f"job {job_id} is {job.status} on {job.node_id} in attempt {job.attempts}; "
+            f"the report is from {node_id} about attempt {attempt}"
+        )
+    return job
+
+
 def _cancelled(state: State, seq: int, e: JobCancelled) -> None:
-    job = _job(state, e.job_id)
-    if job.status != JobStatus.ADMITTED:
-        raise _Ignore(f"job {e.job_id} is {job.status}, JobCancelled needs an admitted job")
+    job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, (JobStatus.ADMITTED,))
     _end(state, job, JobStatus.CANCELLED, e.meta.at, "cancelled before it started")
 
 
 def _started(state: State, seq: int, e: JobStarted) -> None:
-    job = _job(state, e.job_id)
-    if job.status != JobStatus.ADMITTED or job.node_id != e.node_id:
-        raise _Ignore(
-            f"job {e.job_id} is {job.status} on {job.node_id}, not admitted to {e.node_id}"
-        )
+    job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, (JobStatus.ADMITTED,))
     job.status = JobStatus.RUNNING
     job.started_at = e.meta.at
     job.pid = e.pid
@@ -196,11 +205,7 @@ def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
 
 
 def _exited(state: State, seq: int, e: JobExited) -> None:
-    job = _job(state, e.job_id)
-    if not job.status.holds_gpus or job.node_id != e.node_id:
-        raise _Ignore(
-            f"job {e.job_id} is {job.status} on {job.node_id}, not running on {e.node_id}"
-        )
+    job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, _HOLDING)
     job.exit_code = e.exit_code
     job.output_path = e.output_path
     if job.cancel_requested:

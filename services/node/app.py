@@ -13,6 +13,7 @@ appends nothing twice.
 import argparse
 import asyncio
 import contextlib
+import copy
 import logging
 import signal
 import socket
@@ -21,7 +22,14 @@ from pathlib import Path
 import msgspec
 from allot.bus.eventlog import EventLog
 from allot.core import JobRecord, JobStatus, State
-from allot.proto.events import GpuInfo, JobCancelled, JobExited, JobStarted, NodeRegistered
+from allot.proto.events import (
+    Event,
+    GpuInfo,
+    JobCancelled,
+    JobExited,
+    JobStarted,
+    NodeRegistered,
+)
 from allot.proto.subjects import heartbeat
 from allot.services.node import process
 from allot.services.node.process import JobDir
@@ -55,9 +63,7 @@ class NodeAgent:
         self.stop_grace_s = stop_grace_s
         self.clock = clock or Clock()
         self.state = State()
-        self._watched: dict[str, asyncio.Task[None]] = {}  # job id -> task that owns its process
-        self._stopping: set[str] = set()
-        self._revoked: set[str] = set()  # jobs the log took away from this node
+        self._watched: dict[str, JobWatch] = {}  # job id -> the attempt running here
         self._first_pass = True
         self._lost_registration: int | None = None  # registration a loss was answered for
 
@@ -102,108 +108,164 @@ class NodeAgent:
             log.warning("this node was declared lost; registering again")
             await self._register()
         for job in mine:
-            if job.job_id in self._watched:
-                if job.cancel_requested and job.job_id not in self._stopping:
-                    self._stop(job)
+            watch = self._watched.get(job.job_id)
+            if watch is not None and watch.attempt == job.attempts:
+                if job.cancel_requested:
+                    self._stop(watch)
                 continue
+            if watch is not None:  # an earlier attempt still here
+                self._revoke(self._watched.pop(job.job_id))
             job_dir = JobDir(self.work_dir, job.job_id, job.attempts)
-            if job.status == JobStatus.ADMITTED and job.cancel_requested and job_dir.pid() is None:
-                await self.events.append(
-                    JobCancelled(
-                        meta=stamp(self.node_id, self.clock),
-                        job_id=job.job_id,
-                        node_id=self.node_id,
-                    ),
-                    msg_id=f"{job.job_id}:{job.attempts}:cancelled",
+            if job.status == JobStatus.ADMITTED and job.cancel_requested and not job_dir.launching:
+                cancelled = JobCancelled(
+                    meta=stamp(self.node_id, self.clock),
+                    job_id=job.job_id,
+                    node_id=self.node_id,
+                    attempt=job.attempts,
                 )
+                await self._append(cancelled, f"{job.job_id}:{job.attempts}:cancelled")
                 continue
-            self._watched[job.job_id] = asyncio.create_task(self._own(job, job_dir))
+            # A copy: the fold goes on changing the record while the watch awaits.
+            watch = JobWatch(copy.copy(job), job_dir)
+            watch.stopping = job.cancel_requested
+            watch.task = asyncio.create_task(self._own(watch))
+            self._watched[job.job_id] = watch
         wanted = {job.job_id for job in mine}
         for job_id in sorted(set(self._watched) - wanted):
-            self._revoked.add(job_id)
-            self._watched.pop(job_id).cancel()  # _own kills the process as it unwinds
+            self._revoke(self._watched.pop(job_id))
         if self._first_pass:
             self._first_pass = False
-            self._kill_orphans(wanted)
+            self._kill_orphans({JobDir(self.work_dir, j.job_id, j.attempts).path for j in mine})
 
-    def _stop(self, job: JobRecord) -> None:
-        self._stopping.add(job.job_id)
-        pid = JobDir(self.work_dir, job.job_id, job.attempts).pid()
-        if pid is None:
+    def _revoke(self, watch: "JobWatch") -> None:
+        """The log no longer gives this attempt to this node: nothing of it may keep running.
+        An attempt whose process has already ended is left to finish its report."""
+        if not watch.ended:
+            watch.revoked = True
+            watch.task.cancel()  # _own kills the process group as it unwinds
+
+    def _stop(self, watch: "JobWatch") -> None:
+        """SIGTERM now (or as soon as the process exists), SIGKILL after the grace period."""
+        if watch.signalled or watch.ended:
+            watch.stopping = True
             return
-        log.info("stopping %s (pid %d): cancel requested", job.job_id, pid)
-        process.signal_group(pid, signal.SIGTERM)
-        asyncio.get_running_loop().call_later(
-            self.stop_grace_s, process.signal_group, pid, signal.SIGKILL
+        watch.stopping = True
+        if watch.pid is None:
+            return  # _own signals right after the start
+        watch.signalled = True
+        log.info("stopping %s (pid %d): cancel requested", watch.job.job_id, watch.pid)
+        process.signal_group(watch.pid, signal.SIGTERM)
+        watch.kill_timer = asyncio.get_running_loop().call_later(
+            self.stop_grace_s, process.signal_group, watch.pid, signal.SIGKILL
         )
 
-    async def _own(self, job: JobRecord, job_dir: JobDir) -> None:
-        """Start or adopt the job's process, report the start, wait, report the exit."""
+    async def _own(self, watch: "JobWatch") -> None:
+        """Start or adopt the attempt's process, report the start, wait, report the exit."""
+        job, job_dir = watch.job, watch.job_dir
         handle: asyncio.subprocess.Process | None = None
-        pid = job_dir.pid()
+        watch.pid = job_dir.pid()
         try:
-            if pid is None and job.status == JobStatus.RUNNING:
-                await self._report_exit(job, job_dir, None, "no trace of its process on this node")
+            if watch.pid is None and job_dir.launching:
+                await self._report_exit(watch, None, "its agent stopped while starting it")
                 return
-            if pid is None:
-                handle = await process.launch(job, job_dir, job.gpus, self.node_id)
-                pid = handle.pid
-                log.info("started %s on GPUs %s (pid %d)", job.job_id, job.gpus, pid)
+            if watch.pid is None and job.status == JobStatus.RUNNING:
+                await self._report_exit(watch, None, "no trace of its process on this node")
+                return
+            if watch.pid is None:
+                try:
+                    handle = await process.launch(job, job_dir, job.gpus, self.node_id)
+                except (OSError, ValueError) as error:
+                    await self._report_exit(watch, None, f"could not start: {error}")
+                    return
+                watch.pid = handle.pid
+                log.info("started %s on GPUs %s (pid %d)", job.job_id, job.gpus, watch.pid)
             else:
-                log.info("adopting %s (pid %d) from an earlier agent", job.job_id, pid)
+                log.info("adopting %s (pid %d) from an earlier agent", job.job_id, watch.pid)
+            if watch.stopping:
+                self._stop(watch)
             if job.status == JobStatus.ADMITTED:
                 started = JobStarted(
                     meta=stamp(self.node_id, self.clock),
                     job_id=job.job_id,
                     node_id=self.node_id,
                     gpus=job.gpus,
-                    pid=pid,
+                    pid=watch.pid,
                     output_path=str(job_dir.output),
+                    attempt=watch.attempt,
                 )
-                await self.events.append(started, msg_id=f"{job.job_id}:{job_dir.attempt}:started")
-            if job.cancel_requested:
-                self._stop(job)
-            code = await process.wait_exit(pid, job_dir, handle)
+                await self._append(started, f"{job.job_id}:{watch.attempt}:started")
+            code = await process.wait_exit(watch.pid, job_dir, handle)
+            watch.ended = True
+            if watch.kill_timer is not None:
+                watch.kill_timer.cancel()
             reason = "" if code is not None else "the process vanished without an exit status"
-            await self._report_exit(job, job_dir, code, reason)
+            await self._report_exit(watch, code, reason)
         except asyncio.CancelledError:
-            # Revoked: nothing of the job may keep running. Otherwise the agent is shutting
-            # down, and the job runs on for the next agent to adopt.
-            if pid is not None and job.job_id in self._revoked:
-                log.warning("killing %s (pid %d): no longer assigned here", job.job_id, pid)
-                process.signal_group(pid, signal.SIGKILL)
+            # Revoked: kill. Otherwise the agent is shutting down, and the job runs on for
+            # the next agent to adopt.
+            if watch.revoked and watch.pid is not None:
+                log.warning("killing %s (pid %d): no longer assigned here", job.job_id, watch.pid)
+                process.signal_group(watch.pid, signal.SIGKILL)
             raise
         finally:
-            self._stopping.discard(job.job_id)
-            self._revoked.discard(job.job_id)
-            if self._watched.get(job.job_id) is asyncio.current_task():
+            if self._watched.get(job.job_id) is watch:
                 del self._watched[job.job_id]
 
-    async def _report_exit(
-        self, job: JobRecord, job_dir: JobDir, code: int | None, reason: str
-    ) -> None:
+    async def _report_exit(self, watch: "JobWatch", code: int | None, reason: str) -> None:
+        watch.ended = True
         exited = JobExited(
             meta=stamp(self.node_id, self.clock),
-            job_id=job.job_id,
+            job_id=watch.job.job_id,
             node_id=self.node_id,
             exit_code=code,
-            output_path=str(job_dir.output),
+            output_path=str(watch.job_dir.output),
             reason=reason,
+            attempt=watch.attempt,
         )
-        await self.events.append(exited, msg_id=f"{job.job_id}:{job_dir.attempt}:exited")
-        log.info("%s exited with %s", job.job_id, code)
+        await self._append(exited, f"{watch.job.job_id}:{watch.attempt}:exited")
+        log.info("%s exited with %s %s", watch.job.job_id, code, reason)
 
-    def _kill_orphans(self, wanted: set[str]) -> None:
-        """After a restart: processes an earlier agent left for jobs the cluster gave up on."""
+    async def _append(self, event: Event, msg_id: str) -> None:
+        """Append until it is stored: a report must not be lost to a passing NATS hiccup.
+        The message id makes every retry harmless."""
+        delay = 0.1
+        while True:
+            try:
+                await self.events.append(event, msg_id=msg_id)
+                return
+            except Exception as error:
+                log.warning("append of %s failed (%s); retrying in %.1fs", msg_id, error, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _kill_orphans(self, wanted: set[Path]) -> None:
+        """After a restart: processes an earlier agent left for attempts the cluster gave up
+        on. An attempt with an exit status has nothing left: its supervisor cleaned up."""
         for pid_file in sorted((self.work_dir / "jobs").glob("*/*/pid")):
             job_dir = pid_file.parent
-            if job_dir.parent.name in wanted or (job_dir / "exit_code").exists():
+            if job_dir in wanted or (job_dir / "exit_code").exists():
                 continue
             with contextlib.suppress(ValueError, OSError):
                 pid = int(pid_file.read_text())
                 if process.alive(pid):
-                    log.warning("killing orphan %s (pid %d)", job_dir.parent.name, pid)
+                    log.warning("killing orphan %s (pid %d)", job_dir, pid)
                     process.signal_group(pid, signal.SIGKILL)
+
+
+class JobWatch:
+    """One attempt of one job on this node, and the task that owns its process."""
+
+    def __init__(self, job: JobRecord, job_dir: JobDir):
+        self.job = job
+        self.job_dir = job_dir
+        self.attempt = job_dir.attempt
+        self.task: asyncio.Task[None]
+        self.pid: int | None = None
+        self.stopping = False  # a stop was asked for
+        self.signalled = False  # SIGTERM was sent
+        self.ended = False  # the process is gone; only its report may be pending
+        self.revoked = False
+        self.kill_timer: asyncio.TimerHandle | None = None
 
 
 def simulated_gpus(count: int, model: str, memory_mib: int) -> list[GpuInfo]:

@@ -1,7 +1,9 @@
 """Job processes on this host: start, find again after a restart, signal, await the end.
 
-A job of attempt N lives in ``WORK/jobs/<job id>/<N>/`` with ``pid`` (written right after the
-start), ``output.log`` (stdout and stderr) and ``exit_code`` (written by the supervisor).
+A job of attempt N lives in ``WORK/jobs/<job id>/<N>/``: ``launching`` (written before the
+start), ``pid`` (written atomically right after it), ``output.log`` (stdout and stderr) and
+``exit_code`` (written by the supervisor). A directory with ``launching`` but no ``pid`` is
+an attempt whose agent died while starting it.
 """
 
 import asyncio
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 from allot.core import JobRecord
+from allot.services.node.files import write_atomically
 
 
 class JobDir:
@@ -26,6 +29,10 @@ class JobDir:
     @property
     def checkpoints(self) -> Path:
         return self.path.parent / "checkpoints"  # shared by attempts: a resume reads it
+
+    @property
+    def launching(self) -> bool:
+        return (self.path / "launching").exists()
 
     def pid(self) -> int | None:
         try:
@@ -46,6 +53,7 @@ async def launch(
     """Start the job's supervisor as the leader of a new process group."""
     job_dir.path.mkdir(parents=True, exist_ok=True)
     job_dir.checkpoints.mkdir(parents=True, exist_ok=True)
+    (job_dir.path / "launching").touch()
     env = {
         **os.environ,
         **job.spec.env,
@@ -73,7 +81,7 @@ async def launch(
             # that arrives while it is still starting is neither lost nor fatal to it.
             preexec_fn=_block_stop_signals,
         )
-    (job_dir.path / "pid").write_text(str(process.pid))
+    write_atomically(job_dir.path / "pid", str(process.pid))
     return process
 
 

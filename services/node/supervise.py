@@ -2,7 +2,9 @@
 
 It leads the job's process group, so a signal to the group reaches the job, while it
 survives SIGTERM itself to write the job's exit status into ``DIR/exit_code`` (atomically)
-before leaving. A restarted node agent reads that file instead of losing the status.
+before leaving. A restarted node agent reads that file instead of losing the status. When
+the job's main process has ended, whatever it left running in its group is killed with the
+supervisor itself: the job's GPUs are handed out again at once.
 
 The agent starts it with SIGTERM and SIGINT blocked: a stop sent before the job exists
 stays pending, arrives here once the handler is in place, and is passed on to the job as
@@ -14,6 +16,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from allot.services.node.files import write_atomically
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
@@ -35,17 +39,9 @@ def main(argv: list[str]) -> int:
         if received:  # arrived before the job existed, so the group signal missed it
             job.send_signal(received[0])
         code = job.wait()
-    write_exit_code(job_dir, code)
-    return code if code >= 0 else 128 - code
-
-
-def write_exit_code(job_dir: Path, code: int) -> None:
-    tmp = job_dir / "exit_code.tmp"
-    with open(tmp, "w") as f:
-        f.write(str(code))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, job_dir / "exit_code")
+    write_atomically(job_dir / "exit_code", str(code))
+    os.killpg(0, signal.SIGKILL)  # the job's leftovers, and this process last
+    return code
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from allot.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
-from allot.core import JobStatus, State
-from allot.proto.events import JobSpec
+from allot.core import POLICY_FIRST_FIT, JobStatus, State, apply_record, plan, policy_hash
+from allot.proto.events import JobSpec, PlanComputed
 
 from tests import builders as b
 
@@ -30,7 +30,6 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
     )
     await s.start()
     yield s
-    s.kill_jobs()
     await s.stop()
 
 
@@ -145,8 +144,7 @@ async def test_a_killed_node_agent_ends_in_node_lost_and_its_job_is_not_left_run
     await until(
         client, lambda s: s.seq > state.seq and node_id in s.nodes and not s.nodes[node_id].lost
     )
-    await asyncio.sleep(1.0)
-    assert not _alive(pid)
+    await gone(pid)
 
 
 async def test_a_restarted_agent_adopts_its_running_job_and_reports_its_exit(
@@ -171,6 +169,13 @@ async def test_a_restarted_agent_adopts_its_running_job_and_reports_its_exit(
     events = [r.type for r in await client.events.read() if job_id in r.subject]
     assert events.count("JobStarted") == 1
     assert events.count("JobExited") == 1
+
+
+async def gone(pid: int, timeout: float = 10) -> None:
+    """Wait until the process has ended (fail after ``timeout``)."""
+    async with asyncio.timeout(timeout):
+        while _alive(pid):
+            await asyncio.sleep(0.05)
 
 
 def _alive(pid: int) -> bool:
@@ -259,8 +264,7 @@ async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_aga
     state = await until(client, lambda s: status(s, job_id) == JobStatus.LOST)
     lost_at = state.seq
     await until(client, lambda s: s.seq > lost_at and not s.nodes[node_id].lost)
-    await asyncio.sleep(0.5)
-    assert not _alive(pid)
+    await gone(pid)
 
 
 async def test_allot_up_restarts_a_service_that_dies(tmp_path: Path) -> None:
@@ -275,3 +279,58 @@ async def test_allot_up_restarts_a_service_that_dies(tmp_path: Path) -> None:
         job = await client.wait(reply.job_id, timeout=20)
         assert job.status == JobStatus.SUCCEEDED
         assert s.children["planner"].process is not planner
+
+
+async def test_a_job_that_cannot_start_fails_and_frees_its_gpus(client: AsyncClient) -> None:
+    broken = await client.submit(
+        JobSpec(account="lab/a", gpus=4, command=python("pass"), workdir="/nonexistent/dir")
+    )
+    assert broken.job_id is not None
+    job = await client.wait(broken.job_id, timeout=15)
+    assert job.status == JobStatus.FAILED
+    assert job.exit_code is None
+    assert "could not start" in job.end_reason
+    # Its GPUs are free again: a job needing the whole node runs.
+    after = await client.submit(JobSpec(account="lab/a", gpus=4, command=python("pass")))
+    assert after.job_id is not None
+    assert (await client.wait(after.job_id, timeout=15)).status == JobStatus.SUCCEEDED
+
+
+async def test_processes_a_job_leaves_behind_end_with_it(
+    client: AsyncClient, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+    )
+    reply = await client.submit(JobSpec(account="lab/a", gpus=1, command=python(code)))
+    assert reply.job_id is not None
+    job = await client.wait(reply.job_id, timeout=15)
+    assert job.status == JobStatus.SUCCEEDED
+    await gone(int(pid_file.read_text()))
+
+
+async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncClient) -> None:
+    for gpus in (4, 2, 2, 1, 4):
+        await client.submit(
+            JobSpec(account="lab/c", gpus=gpus, command=python("import time; time.sleep(0.2)"))
+        )
+    await until(
+        client, lambda s: len(s.jobs) == 5 and all(j.status.terminal for j in s.jobs.values())
+    )
+    records = await client.events.read()
+    plans = [r for r in records if isinstance(r.event, PlanComputed)]
+    assert len(plans) >= 2
+    for record in plans:
+        recorded = record.event
+        assert isinstance(recorded, PlanComputed)
+        state = State()
+        for earlier in records[: recorded.basis_seq]:
+            apply_record(state, earlier)
+        assert state.seq == recorded.basis_seq
+        again = plan(state, recorded.now, POLICY_FIRST_FIT)
+        assert recorded.policy_hash == policy_hash(POLICY_FIRST_FIT)
+        assert again.admissions == recorded.admissions
+        assert again.pending == recorded.pending
