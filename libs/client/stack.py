@@ -127,13 +127,16 @@ class Stack:
         while True:
             assert child.process is not None
             code = await child.process.wait()
-            if self._stopping or not (self.restart and child.supervised):
+            if not self._should_restart(child):
                 return
             log.warning("%s exited with %s; restarting (see %s)", child.name, code, child.log_path)
             await asyncio.sleep(1.0)
-            if self._stopping:
+            if not self._should_restart(child):  # stop() may have begun meanwhile
                 return
             await self._spawn(child)
+
+    def _should_restart(self, child: Child) -> bool:
+        return self.restart and child.supervised and not self._stopping
 
     async def _wait_ready(self, timeout: float) -> None:
         async with asyncio.timeout(timeout), await AsyncClient.connect(self.url) as client:
