@@ -1,6 +1,7 @@
 """Commands: request/reply messages between clients and the intake service."""
 
 import msgspec
+
 from allot.proto.events import JobSpec
 
 

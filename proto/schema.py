@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
 from allot.proto.events import AnyEvent
 

@@ -8,6 +8,7 @@ import re
 from typing import Final
 
 import msgspec
+
 from allot.proto.events import (
     Event,
     JobCancelled,

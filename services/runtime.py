@@ -3,13 +3,18 @@
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
+import allot.core
+import allot.proto
 from allot.bus.eventlog import EventLog, new_meta
 from allot.core import State, apply_record
 from allot.proto.events import Meta
@@ -31,10 +36,27 @@ async def follow_state(
 
 
 class Clock:
-    """The wall clock, read only here, outside the pure core."""
+    """The clocks, read only here, outside the pure core."""
 
     def now(self) -> int:
+        """Wall clock, UTC nanoseconds: what events record."""
         return time.time_ns()
+
+    def monotonic(self) -> float:
+        """Seconds that never jump: what timeouts measure."""
+        return time.monotonic()
+
+
+def code_version() -> str:
+    """The package version and a digest of the sources that decide (the core and the
+    contracts), so replay can tell whether a plan was made by the same decision code."""
+    digest = hashlib.sha256()
+    for package in (allot.core, allot.proto):
+        folder = Path(package.__file__ or "").parent
+        for source in sorted(folder.glob("*.py")):
+            digest.update(source.name.encode())
+            digest.update(source.read_bytes())
+    return f"{version('allot')}+{digest.hexdigest()[:12]}"
 
 
 def stamp(producer: str, clock: Clock) -> Meta:

@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from allot.bus import EmbeddedNats, EventLog
 
 

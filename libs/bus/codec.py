@@ -1,6 +1,7 @@
 """The one codec for events: JSON via msgspec, decoded into the tagged union of all events."""
 
 import msgspec
+
 from allot.proto.events import AnyEvent, Event
 
 _encoder = msgspec.json.Encoder()

@@ -13,15 +13,16 @@ from collections.abc import AsyncGenerator, Mapping
 
 import msgspec
 import nats
-from allot.bus import tracing
-from allot.bus.codec import decode, encode
-from allot.proto.events import Event, Meta
-from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import APIError, NotFoundError
+
+from allot.bus import tracing
+from allot.bus.codec import decode, encode
+from allot.proto.events import Event, Meta
+from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.proto.events import JobSpec

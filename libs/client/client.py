@@ -13,6 +13,9 @@ from typing import TypeVar
 
 import msgspec
 import nats
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
 from allot.bus.eventlog import EventLog, Record
 from allot.core import JobRecord, State, apply_record
 from allot.proto.commands import (
@@ -24,8 +27,6 @@ from allot.proto.commands import (
 )
 from allot.proto.events import JobSpec
 from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 
 R = TypeVar("R", SubmitReply, CancelReply)
 
@@ -73,7 +74,7 @@ class AsyncClient:
 
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
-        reply = await self._request(CANCEL, payload, CancelReply, timeout, 1)
+        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply

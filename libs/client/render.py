@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+
 from allot.core import JobRecord, NodeRecord, State
 from allot.proto.events import PendingReason
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import msgspec
+
 from allot.bus.server import EmbeddedNats
 from allot.client.client import AsyncClient
 

@@ -6,9 +6,15 @@ one event into a ``State`` the caller owns; ``plan`` decides from a state and a 
 """
 
 from allot.core.fold import apply, apply_record
+from allot.core.liveness import silent_nodes
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
 from allot.core.planner import POLICY_FIRST_FIT, Plan, Policy, plan, policy_hash
-from allot.core.validate import validate_cancel, validate_submission
+from allot.core.validate import (
+    key_reused,
+    known_submission,
+    validate_cancel,
+    validate_submission,
+)
 
 __all__ = [
     "POLICY_FIRST_FIT",
@@ -21,8 +27,11 @@ __all__ = [
     "State",
     "apply",
     "apply_record",
+    "key_reused",
+    "known_submission",
     "plan",
     "policy_hash",
+    "silent_nodes",
     "validate_cancel",
     "validate_submission",
 ]

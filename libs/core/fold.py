@@ -75,12 +75,19 @@ def apply_record(state: State, record: LogRecord) -> State:
         return apply(state, record.seq, record.event)
     if record.seq > state.seq:
         _ignore(state, record.seq, record.type, record.error)
+        if record.type == _tag_of(PlanComputed):
+            # Unreadable, but a plan all the same: the next plan must follow it.
+            state.last_plan_seq = record.seq
         state.seq = record.seq
     return state
 
 
 def _tag(event: Event) -> str:
-    return str(type(event).__struct_config__.tag)
+    return _tag_of(type(event))
+
+
+def _tag_of(event_type: type[Event]) -> str:
+    return str(event_type.__struct_config__.tag)
 
 
 def _ignore(state: State, seq: int, type_name: str, reason: str) -> None:
@@ -290,11 +297,11 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
         )
         return
     # A restarted agent: the node is back; what its jobs hold stays held until they end.
+    # Health is not reset: only a health transition changes it.
     node.hostname = e.hostname
     node.gpus = list(e.gpus)
     node.registered_at = e.meta.at
     node.lost = False
-    node.healthy = True
 
 
 def _health(state: State, seq: int, e: NodeHealthChanged) -> None:

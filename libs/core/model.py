@@ -3,6 +3,7 @@
 import enum
 
 import msgspec
+
 from allot.proto.events import GpuInfo, JobSpec, PendingReason
 
 

@@ -10,6 +10,7 @@ always knows why each job waits while plans stay small however long the queue is
 import hashlib
 
 import msgspec
+
 from allot.core.model import JobRecord, State
 from allot.proto.events import Admission, PendingReason
 

@@ -45,6 +45,10 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             bad("env", variable, "environment variable names are letters, digits and '_'")
         elif variable.startswith("ALLOT_") or variable == "CUDA_VISIBLE_DEVICES":
             bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
+        elif "\0" in spec.env[variable]:
+            bad(f"env.{variable}", spec.env[variable], "values cannot contain NUL characters")
+    if spec.workdir is not None and (not spec.workdir.startswith("/") or "\0" in spec.workdir):
+        bad("workdir", spec.workdir, "an absolute path on the node, or leave it out")
     key = request.idempotency_key
     if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
         bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
@@ -62,3 +66,25 @@ def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
             )
         ]
     return []
+
+
+def known_submission(request: SubmitRequest, state: State) -> tuple[str | None, list[FieldError]]:
+    """A retry of a submission already in the log: the job id it got. A key that was used
+    for a different job is an error, not a silent alias."""
+    key = request.idempotency_key
+    if key is None:
+        return None, []
+    known = state.idempotency.get((request.spec.account, key))
+    if known is None:
+        return None, []
+    if state.jobs[known].spec != request.spec:
+        return None, [key_reused(key, known)]
+    return known, []
+
+
+def key_reused(key: str, job_id: str) -> FieldError:
+    return FieldError(
+        field="idempotency_key",
+        value=key,
+        message=f"already used for a different job ({job_id}); use a new key for a new job",
+    )

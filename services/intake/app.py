@@ -14,15 +14,22 @@ import re
 import uuid
 
 import msgspec
-from allot.bus import tracing
-from allot.bus.eventlog import EventLog
-from allot.core import State, validate_cancel, validate_submission
-from allot.proto.commands import CancelReply, CancelRequest, FieldError, SubmitReply, SubmitRequest
-from allot.proto.events import JobCancelRequested, JobSubmitted
-from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
-from allot.services.runtime import Clock, follow_state, stamp
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+
+from allot.bus import tracing
+from allot.bus.eventlog import EventLog
+from allot.core import (
+    State,
+    key_reused,
+    known_submission,
+    validate_cancel,
+    validate_submission,
+)
+from allot.proto.commands import CancelReply, CancelRequest, FieldError, SubmitReply, SubmitRequest
+from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
+from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
+from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.intake")
 QUEUE_GROUP = "intake"
@@ -45,11 +52,14 @@ class Intake:
         self._subscriptions: list[Subscription] = []
         self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._appending: dict[str, JobSpec] = {}  # job id -> spec appended, not yet folded
 
     async def run(self) -> None:
         await follow_state(self.events, self.state, self._on_caught_up)
 
     async def _on_caught_up(self) -> None:
+        for job_id in [j for j in self._appending if j in self.state.jobs]:
+            del self._appending[job_id]  # folded: the idempotency index has it now
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
         if self._subscriptions:
@@ -92,35 +102,28 @@ class Intake:
         except msgspec.DecodeError as error:
             return SubmitReply(errors=[decode_error(error)])
         errors = validate_submission(request, self.state)
-        if errors:
-            return SubmitReply(errors=errors)
+        known, key_errors = known_submission(request, self.state)
+        if errors or key_errors:
+            return SubmitReply(errors=errors + key_errors)
+        if known is not None:
+            return SubmitReply(job_id=known, duplicate=True)
         spec, key = request.spec, request.idempotency_key
-        if key is not None:
-            known = self.state.idempotency.get((spec.account, key))
-            if known is not None:
-                if self.state.jobs[known].spec != spec:
-                    return SubmitReply(
-                        errors=[
-                            FieldError(
-                                field="idempotency_key",
-                                value=key,
-                                message=f"already used for a different job ({known}); "
-                                "use a new key for a new job",
-                            )
-                        ]
-                    )
-                return SubmitReply(job_id=known, duplicate=True)
         job_id = job_id_for(spec.account, key)
+        # The same key in flight (appended, not yet folded) for another spec: the server
+        # would drop the second append as a duplicate, and its client would take the first
+        # job for its own.
+        in_flight = self._appending.setdefault(job_id, spec)
+        if in_flight != spec:
+            return SubmitReply(errors=[key_reused(key or "", job_id)])
         event = JobSubmitted(
             meta=stamp("intake", self.clock), job_id=job_id, spec=spec, idempotency_key=key
         )
         try:
             appended = await self.events.append(event, msg_id=f"submit:{job_id}")
         except Exception as error:  # the client retries with the same key
+            self._appending.pop(job_id, None)
             log.warning("append failed for %s: %s", job_id, error)
-            return SubmitReply(
-                errors=[FieldError(field="log", value="", message=f"not stored, retry: {error}")]
-            )
+            return SubmitReply(errors=[not_stored(error)])
         return SubmitReply(job_id=job_id, seq=appended.seq, duplicate=appended.duplicate)
 
     async def cancel(self, payload: bytes) -> CancelReply:
@@ -134,8 +137,17 @@ class Intake:
         event = JobCancelRequested(
             meta=stamp("intake", self.clock), job_id=request.job_id, reason=request.reason
         )
-        appended = await self.events.append(event)
+        try:
+            appended = await self.events.append(event, msg_id=f"cancel:{request.job_id}")
+        except Exception as error:
+            log.warning("append failed for cancel of %s: %s", request.job_id, error)
+            return CancelReply(job_id=request.job_id, errors=[not_stored(error)])
         return CancelReply(job_id=request.job_id, seq=appended.seq)
+
+
+def not_stored(error: Exception) -> FieldError:
+    """The log did not take the command; the client retries (safely: ids are fixed)."""
+    return FieldError(field="log", value="", message=f"not stored, retry: {error}")
 
 
 def decode_error(error: msgspec.DecodeError) -> FieldError:

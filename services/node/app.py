@@ -20,6 +20,7 @@ import socket
 from pathlib import Path
 
 import msgspec
+
 from allot.bus.eventlog import EventLog
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import (

@@ -6,12 +6,11 @@ ignores, with a reason, any admission they made impossible."""
 
 import argparse
 import logging
-from importlib.metadata import version
 
 from allot.bus.eventlog import Conflict, EventLog
 from allot.core import POLICY_FIRST_FIT, Policy, State, plan, policy_hash
 from allot.proto.events import PlanComputed
-from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.runtime import Clock, code_version, follow_state, stamp
 
 log = logging.getLogger("allot.planner")
 
@@ -23,7 +22,7 @@ class Planner:
         self.events = events
         self.policy = policy
         self.policy_hash = policy_hash(policy)
-        self.code_version = version("allot")
+        self.code_version = code_version()
         self.clock = clock or Clock()
         self.state = State()
         self.plans = 0

@@ -4,14 +4,14 @@ the log. A node that registers (again) starts with a full timeout."""
 import argparse
 import asyncio
 import logging
-import time
+
+from nats.aio.msg import Msg
 
 from allot.bus.eventlog import EventLog
-from allot.core import State
+from allot.core import State, silent_nodes
 from allot.proto.events import NodeLost
 from allot.proto.subjects import HEARTBEATS
 from allot.services.runtime import Clock, follow_state, stamp
-from nats.aio.msg import Msg
 
 log = logging.getLogger("allot.telemetry")
 
@@ -34,23 +34,21 @@ class Telemetry:
 
     async def _on_heartbeat(self, msg: Msg) -> None:
         node_id = msg.subject.rsplit(".", 1)[-1]
-        self._last_seen[node_id] = time.monotonic()
+        self._last_seen[node_id] = self.clock.monotonic()
         self._last_seen_ns[node_id] = self.clock.now()
 
     async def _note_registrations(self) -> None:
         for node in self.state.nodes.values():
             if self._registered_at.get(node.node_id) != node.registered_at:
                 self._registered_at[node.node_id] = node.registered_at
-                self._last_seen[node.node_id] = time.monotonic()
+                self._last_seen[node.node_id] = self.clock.monotonic()
 
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(min(1.0, self.timeout_s / 4))
-            now = time.monotonic()
-            for node_id, node in sorted(self.state.nodes.items()):
-                seen = self._last_seen.get(node_id)
-                if node.lost or seen is None or now - seen <= self.timeout_s:
-                    continue
+            now = self.clock.monotonic()
+            for node_id in silent_nodes(self.state, self._last_seen, now, self.timeout_s):
+                node = self.state.nodes[node_id]
                 event = NodeLost(
                     meta=stamp("telemetry", self.clock),
                     node_id=node_id,
@@ -59,7 +57,9 @@ class Telemetry:
                 )
                 # One loss per registration, however often this loop runs before the fold.
                 await self.events.append(event, msg_id=f"lost:{node_id}:{node.registered_at}")
-                log.warning("node %s silent for %.1fs: lost", node_id, now - seen)
+                log.warning(
+                    "node %s silent for %.1fs: lost", node_id, now - self._last_seen[node_id]
+                )
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

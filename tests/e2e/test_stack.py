@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from allot.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
 from allot.core import POLICY_FIRST_FIT, JobStatus, State, apply_record, plan, policy_hash
 from allot.proto.events import JobSpec, PlanComputed
-
 from tests import builders as b
 
 

@@ -2,13 +2,13 @@ import asyncio
 import contextlib
 
 import pytest
-from allot.bus import Conflict, EventLog, tracing
-from allot.proto.events import JobSubmitted
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from allot.bus import Conflict, EventLog, tracing
+from allot.proto.events import JobSubmitted
 from tests import builders as b
 
 

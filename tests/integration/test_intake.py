@@ -5,12 +5,12 @@ from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
+
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient, CommandError
 from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
 from allot.proto.subjects import SUBMIT
 from allot.services.intake.app import Intake
-
 from tests import builders as b
 
 
@@ -136,3 +136,22 @@ async def test_racing_retries_with_one_key_make_one_job(
     assert len({r.job_id for r in replies}) == 1
     assert sum(not r.duplicate for r in replies) == 1
     assert len(await submissions(event_log)) == 1
+
+
+async def test_racing_submissions_of_different_jobs_under_one_key_make_one_job(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    sent = [spec(gpus=1 + i % 2) for i in range(10)]
+    results = await asyncio.gather(
+        *(client.submit(s, idempotency_key="shared") for s in sent), return_exceptions=True
+    )
+    [event] = await submissions(event_log)
+    for request, result in zip(sent, results, strict=True):
+        if isinstance(result, CommandError):
+            assert result.errors[0].field == "idempotency_key"
+            assert request != event.spec
+        else:
+            # Whoever was told "accepted" holds a job with exactly the spec it sent.
+            assert not isinstance(result, BaseException)
+            assert result.job_id == event.job_id
+            assert request == event.spec

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from allot.bus.codec import decode, encode
 from allot.proto import schema
 from allot.proto.events import EVENT_TYPES, Event, JobSubmitted
 from allot.proto.subjects import subject_for
-
 from tests import builders as b
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,13 +100,25 @@ FORBIDDEN = {
 
 
 def imports_of(path: Path) -> set[str]:
+    return imports_of_source(path.read_text())
+
+
+def imports_of_source(source: str) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            # `from allot import bus` imports allot.bus.
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
+
+
+def test_the_purity_check_sees_every_import_form() -> None:
+    source = "from allot import bus\nimport time as clock\nfrom allot.services.node import app\n"
+    names = imports_of_source(source)
+    assert {"allot.bus", "time", "allot.services.node"} <= names
 
 
 @pytest.mark.parametrize("package", ["libs/core", "proto"])

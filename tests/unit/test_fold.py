@@ -1,8 +1,19 @@
-from allot.core import JobStatus, State, apply, apply_record
-from allot.proto.events import Event, JobCancelRequested, JobPreempted, JobRequeued
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allot.bus.codec import decode, encode
+from allot.core import POLICY_FIRST_FIT, JobStatus, State, apply, apply_record, plan
+from allot.proto.events import (
+    Event,
+    JobCancelled,
+    JobCancelRequested,
+    JobPreempted,
+    JobRequeued,
+    NodeCordoned,
+    NodeHealthChanged,
+    NodeUncordoned,
+)
 from tests import builders as b
 
 
@@ -172,18 +183,37 @@ events = st.one_of(
     ),
     st.builds(b.lost, st.sampled_from(NODES)),
     st.builds(lambda j: JobCancelRequested(meta=b.meta(), job_id=j), st.sampled_from(JOBS)),
+    st.builds(
+        lambda j, n: JobCancelled(meta=b.meta(), job_id=j, node_id=n),
+        st.sampled_from(JOBS),
+        st.sampled_from(NODES),
+    ),
+    st.builds(
+        lambda j: JobPreempted(
+            meta=b.meta(), job_id=j, lost_gpu_ms=0, checkpoint_age_ns=None, grace_used_ns=0
+        ),
+        st.sampled_from(JOBS),
+    ),
+    st.builds(lambda j: JobRequeued(meta=b.meta(), job_id=j, reason="r"), st.sampled_from(JOBS)),
+    st.builds(
+        lambda n, h: NodeHealthChanged(meta=b.meta(), node_id=n, healthy=h, reason="r"),
+        st.sampled_from(NODES),
+        st.booleans(),
+    ),
+    st.builds(lambda n: NodeCordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
+    st.builds(lambda n: NodeUncordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
+    st.builds(lambda n, g: b.node(n, g), st.sampled_from(NODES), st.integers(1, 4)),
 )
 
 
 @settings(max_examples=300)
 @given(st.lists(events, max_size=30))
-def test_any_event_sequence_folds_without_error_and_identically_twice(
+def test_any_event_sequence_folds_and_replays_from_the_wire_identically(
     sequence: list[Event],
 ) -> None:
-    first, second = fold(*sequence), fold(*sequence)
-    assert first.jobs == second.jobs
-    assert first.nodes == second.nodes
-    assert first.ignored == second.ignored
+    first = fold(*sequence)
+    replayed = fold(*(decode(encode(e)) for e in sequence))  # as read back from the log
+    assert msgspec.json.encode(view(first)) == msgspec.json.encode(view(replayed))
     # Invariants: a GPU is held only by a job that holds GPUs, on that node.
     for node in first.nodes.values():
         for index, job_id in node.allocated.items():
@@ -193,6 +223,29 @@ def test_any_event_sequence_folds_without_error_and_identically_twice(
             assert index in job.gpus
     for job in first.jobs.values():
         assert (job.job_id in first.pending) == (job.status == JobStatus.PENDING)
+
+
+@given(st.lists(events, max_size=30))
+def test_planning_leaves_the_state_as_it_was(sequence: list[Event]) -> None:
+    state = fold(*sequence)
+    before = msgspec.json.encode(view(state))
+    plan(state, now=1, policy=POLICY_FIRST_FIT)
+    assert msgspec.json.encode(view(state)) == before
+
+
+def view(state: State) -> dict[str, object]:
+    """Everything a state holds, in a form that compares byte for byte."""
+    return {
+        "seq": state.seq,
+        "jobs": [state.jobs[j] for j in sorted(state.jobs)],
+        "nodes": [
+            (n, sorted(node.allocated.items()), node) for n, node in sorted(state.nodes.items())
+        ],
+        "pending": list(state.pending),
+        "idempotency": sorted(state.idempotency.items()),
+        "ignored": state.ignored,
+        "last_plan_seq": state.last_plan_seq,
+    }
 
 
 def test_an_admission_voided_by_a_later_event_is_ignored() -> None:
@@ -206,3 +259,55 @@ def test_an_admission_voided_by_a_later_event_is_ignored() -> None:
     assert state.jobs["j1"].status == JobStatus.CANCELLED
     assert state.nodes["n1"].allocated == {}
     assert state.ignored[-1].reason == "j1: job is not pending"
+
+
+def test_an_unreadable_plan_still_counts_as_the_last_plan() -> None:
+    class UnreadablePlan:
+        seq = 4
+        type = "PlanComputed"
+        event = None
+        error = "from a newer schema"
+
+    state = apply_record(fold(b.submitted("j1")), UnreadablePlan())
+    assert state.last_plan_seq == 4
+
+
+def test_reports_about_an_earlier_attempt_are_ignored() -> None:
+    state = fold(
+        b.node("n1", 2),
+        b.submitted("j1", resumable=True),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        b.lost("n1"),  # requeued: attempt 1
+        b.node("n1", 2),
+        b.plan(("j1", "n1", [1])),
+    )
+    assert state.jobs["j1"].attempts == 1
+    apply(state, 8, b.exited("j1", "n1", 0))  # a late report from attempt 0
+    assert state.jobs["j1"].status == JobStatus.ADMITTED
+    assert "attempt 0" in state.ignored[-1].reason
+    apply(state, 9, msgspec.structs.replace(b.started("j1", "n1", [1]), attempt=1))
+    assert state.jobs["j1"].status == JobStatus.RUNNING
+
+
+def test_an_admitted_job_cancelled_before_it_started_frees_its_gpus() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1"),
+        b.plan(("j1", "n1", [0])),
+        JobCancelRequested(meta=b.meta(), job_id="j1"),
+    )
+    assert state.jobs["j1"].status == JobStatus.ADMITTED
+    apply(state, 5, JobCancelled(meta=b.meta(), job_id="j1", node_id="n1"))
+    assert state.jobs["j1"].status == JobStatus.CANCELLED
+    assert state.nodes["n1"].allocated == {}
+
+
+def test_registering_again_does_not_clear_an_unhealthy_node() -> None:
+    state = fold(
+        b.node("n1"),
+        NodeHealthChanged(meta=b.meta(), node_id="n1", healthy=False, reason="XID 79"),
+        b.node("n1"),
+    )
+    assert not state.nodes["n1"].healthy
+    assert not state.nodes["n1"].schedulable

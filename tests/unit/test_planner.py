@@ -1,9 +1,9 @@
 import msgspec
-from allot.core import POLICY_FIRST_FIT, Policy, State, apply, plan, policy_hash
-from allot.proto.events import Admission, Event, PendingReason
 from hypothesis import given
 from hypothesis import strategies as st
 
+from allot.core import POLICY_FIRST_FIT, Policy, State, apply, plan, policy_hash
+from allot.proto.events import Admission, Event, PendingReason
 from tests import builders as b
 
 

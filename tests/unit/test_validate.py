@@ -1,8 +1,8 @@
 import pytest
-from allot.core import State, apply, validate_cancel, validate_submission
+
+from allot.core import State, apply, known_submission, validate_cancel, validate_submission
 from allot.proto.commands import CancelRequest, SubmitRequest
 from allot.proto.events import JobSpec
-
 from tests import builders as b
 
 
@@ -55,3 +55,23 @@ def test_cancel_needs_a_known_live_job() -> None:
     assert [e.message for e in validate_cancel(CancelRequest(job_id="nope"), state)] == [
         "no such job"
     ]
+
+
+def test_environment_values_and_workdir_are_checked() -> None:
+    assert [f for f, _ in problems(env={"X": "a\0b"})] == ["env.X"]
+    assert [f for f, _ in problems(workdir="relative/dir")] == ["workdir"]
+    assert problems(workdir="/data/run", env={"X": "1"}) == []
+
+
+def test_a_known_key_returns_its_job_and_a_reused_key_is_an_error() -> None:
+    state = apply(State(), 1, b.submitted("j1", key="k"))
+    same = SubmitRequest(spec=b.spec(), idempotency_key="k")
+    other = SubmitRequest(spec=b.spec(gpus=2), idempotency_key="k")
+    assert known_submission(same, state) == ("j1", [])
+    job_id, errors = known_submission(other, state)
+    assert job_id is None
+    assert [e.field for e in errors] == ["idempotency_key"]
+    assert known_submission(SubmitRequest(spec=b.spec(), idempotency_key="new"), state) == (
+        None,
+        [],
+    )
