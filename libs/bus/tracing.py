@@ -1,4 +1,5 @@
-"""W3C trace context carried in message headers, so one job is one trace across services."""
+"""W3C trace context carried in message headers: every append carries the current context,
+and a handler continues the trace of the message it handles (the intake does for commands)."""
 
 from collections.abc import Mapping
 

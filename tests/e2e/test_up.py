@@ -1,0 +1,68 @@
+"""README command 1 as a user runs it: `allot up`, a submission from another process,
+then Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def test_allot_up_runs_a_job_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
+    env.pop("ALLOT_NATS_URL", None)
+    allot = [sys.executable, "-m", "allot.client.cli"]
+    up = subprocess.Popen(
+        [*allot, "up", "--nodes", "1x2", "--data-dir", str(tmp_path / "data")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert up.stdout is not None
+        banner = [up.stdout.readline() for _ in range(2)]
+        assert banner[0].startswith("Allot is up: 1 simulated nodes, 2 GPUs"), banner
+
+        # The CLI finds the running Allot by itself ($ALLOT_HOME/current.json).
+        started = time.monotonic()
+        done = subprocess.run(
+            [*allot, "submit", "--gpus", "1", "--account", "demo", "--wait", "--",
+             sys.executable, "-c", "print(42)"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "42"
+        assert time.monotonic() - started < 10
+        status = subprocess.run(
+            [*allot, "status", "--json"], env=env, capture_output=True, text=True
+        )
+        assert '"status": "succeeded"' in status.stdout
+
+        # A job still running when Allot is stopped is stopped with it.
+        subprocess.run(
+            [*allot, "submit", "--gpus", "1", "--account", "demo", "--", "sleep", "600"],
+            env=env, check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while len(list(tmp_path.glob("data/nodes/*/jobs/*/*/pid"))) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid_files = sorted(tmp_path.glob("data/nodes/*/jobs/*/*/pid"))
+        groups = [int(p.read_text()) for p in pid_files]
+    finally:
+        up.send_signal(signal.SIGINT)
+        code = up.wait(timeout=60)
+    assert code == 0
+    assert not (tmp_path / "home" / "current.json").exists()
+    for group in groups:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"process group {group} outlived allot up")
+    leftovers = subprocess.run(
+        ["pgrep", "-f", str(tmp_path / "data")], capture_output=True, text=True
+    ).stdout.split()
+    assert leftovers == []
