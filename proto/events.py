@@ -25,6 +25,18 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     meta: Meta
 
 
+class JobEvent(Event, frozen=True, kw_only=True):
+    """An event about one job: appended under ``allot.evt.job.<job_id>.<type>``."""
+
+    job_id: str
+
+
+class NodeEvent(Event, frozen=True, kw_only=True):
+    """An event about one node: appended under ``allot.evt.node.<node_id>.<type>``."""
+
+    node_id: str
+
+
 # --- jobs -------------------------------------------------------------------------------
 
 
@@ -40,36 +52,31 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     workdir: str | None = None
 
 
-class JobSubmitted(Event, frozen=True, kw_only=True, tag="JobSubmitted"):
-    job_id: str
+class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
     spec: JobSpec
     idempotency_key: str | None = None
 
 
-class JobRejected(Event, frozen=True, kw_only=True, tag="JobRejected"):
+class JobRejected(JobEvent, frozen=True, kw_only=True, tag="JobRejected"):
     """A submitted job that can never run (e.g. no node could ever hold it)."""
 
-    job_id: str
     field: str
     value: str
     message: str
 
 
-class JobCancelRequested(Event, frozen=True, kw_only=True, tag="JobCancelRequested"):
-    job_id: str
+class JobCancelRequested(JobEvent, frozen=True, kw_only=True, tag="JobCancelRequested"):
     reason: str = ""
 
 
-class JobCancelled(Event, frozen=True, kw_only=True, tag="JobCancelled"):
+class JobCancelled(JobEvent, frozen=True, kw_only=True, tag="JobCancelled"):
     """A cancelled job that had been admitted but whose process never started."""
 
-    job_id: str
     node_id: str | None = None
     attempt: int = 0
 
 
-class JobStarted(Event, frozen=True, kw_only=True, tag="JobStarted"):
-    job_id: str
+class JobStarted(JobEvent, frozen=True, kw_only=True, tag="JobStarted"):
     node_id: str
     gpus: list[int]
     pid: int
@@ -77,17 +84,15 @@ class JobStarted(Event, frozen=True, kw_only=True, tag="JobStarted"):
     attempt: int = 0  # which run of the job: 0, then one more per requeue
 
 
-class JobCheckpointed(Event, frozen=True, kw_only=True, tag="JobCheckpointed"):
-    job_id: str
+class JobCheckpointed(JobEvent, frozen=True, kw_only=True, tag="JobCheckpointed"):
     node_id: str
     path: str
     step: int | None = None
 
 
-class JobExited(Event, frozen=True, kw_only=True, tag="JobExited"):
+class JobExited(JobEvent, frozen=True, kw_only=True, tag="JobExited"):
     """The job's process ended. ``exit_code`` is None when the agent could not learn it."""
 
-    job_id: str
     node_id: str
     exit_code: int | None
     output_path: str
@@ -95,26 +100,22 @@ class JobExited(Event, frozen=True, kw_only=True, tag="JobExited"):
     attempt: int = 0
 
 
-class StopRequested(Event, frozen=True, kw_only=True, tag="StopRequested"):
-    job_id: str
+class StopRequested(JobEvent, frozen=True, kw_only=True, tag="StopRequested"):
     grace_ns: int
     reason: str
 
 
-class KillRequested(Event, frozen=True, kw_only=True, tag="KillRequested"):
-    job_id: str
+class KillRequested(JobEvent, frozen=True, kw_only=True, tag="KillRequested"):
     reason: str
 
 
-class JobPreempted(Event, frozen=True, kw_only=True, tag="JobPreempted"):
-    job_id: str
+class JobPreempted(JobEvent, frozen=True, kw_only=True, tag="JobPreempted"):
     lost_gpu_ms: int
     checkpoint_age_ns: int | None
     grace_used_ns: int
 
 
-class JobRequeued(Event, frozen=True, kw_only=True, tag="JobRequeued"):
-    job_id: str
+class JobRequeued(JobEvent, frozen=True, kw_only=True, tag="JobRequeued"):
     reason: str
 
 
@@ -166,10 +167,9 @@ class GpuInfo(msgspec.Struct, frozen=True, kw_only=True):
     memory_mib: int
 
 
-class NodeRegistered(Event, frozen=True, kw_only=True, tag="NodeRegistered"):
+class NodeRegistered(NodeEvent, frozen=True, kw_only=True, tag="NodeRegistered"):
     """A node agent (re)started and reports its inventory."""
 
-    node_id: str
     hostname: str
     gpus: list[GpuInfo]
     cpus: int = 0
@@ -177,26 +177,23 @@ class NodeRegistered(Event, frozen=True, kw_only=True, tag="NodeRegistered"):
     simulated: bool = True
 
 
-class NodeHealthChanged(Event, frozen=True, kw_only=True, tag="NodeHealthChanged"):
-    node_id: str
+class NodeHealthChanged(NodeEvent, frozen=True, kw_only=True, tag="NodeHealthChanged"):
     healthy: bool
     reason: str
 
 
-class NodeLost(Event, frozen=True, kw_only=True, tag="NodeLost"):
-    node_id: str
+class NodeLost(NodeEvent, frozen=True, kw_only=True, tag="NodeLost"):
     last_seen_ns: int
     timeout_ns: int
 
 
-class NodeCordoned(Event, frozen=True, kw_only=True, tag="NodeCordoned"):
-    node_id: str
+class NodeCordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeCordoned"):
     drain: bool = False
     reason: str = ""
 
 
-class NodeUncordoned(Event, frozen=True, kw_only=True, tag="NodeUncordoned"):
-    node_id: str
+class NodeUncordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeUncordoned"):
+    """New work may be placed on the node again."""
 
 
 AnyEvent = (

@@ -9,26 +9,7 @@ from typing import Final
 
 import msgspec
 
-from allot.proto.events import (
-    Event,
-    JobCancelled,
-    JobCancelRequested,
-    JobCheckpointed,
-    JobExited,
-    JobPreempted,
-    JobRejected,
-    JobRequeued,
-    JobStarted,
-    JobSubmitted,
-    KillRequested,
-    NodeCordoned,
-    NodeHealthChanged,
-    NodeLost,
-    NodeRegistered,
-    NodeUncordoned,
-    PlanComputed,
-    StopRequested,
-)
+from allot.proto.events import Event, JobEvent, NodeEvent, PlanComputed
 
 STREAM: Final = "ALLOT"
 EVENTS_PREFIX: Final = "allot.evt"
@@ -62,28 +43,12 @@ def job_events(job_id: str) -> str:
     return f"{EVENTS_PREFIX}.job.{_token(job_id)}.*"
 
 
-_JOB_EVENTS = (
-    JobSubmitted,
-    JobRejected,
-    JobCancelRequested,
-    JobCancelled,
-    JobStarted,
-    JobCheckpointed,
-    JobExited,
-    StopRequested,
-    KillRequested,
-    JobPreempted,
-    JobRequeued,
-)
-_NODE_EVENTS = (NodeRegistered, NodeHealthChanged, NodeLost, NodeCordoned, NodeUncordoned)
-
-
 def subject_for(event: Event) -> str:
     """The subject an event is appended under: by entity, then by type."""
     tag = type(event).__struct_config__.tag
-    if isinstance(event, _JOB_EVENTS):
+    if isinstance(event, JobEvent):
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
-    if isinstance(event, _NODE_EVENTS):
+    if isinstance(event, NodeEvent):
         return f"{EVENTS_PREFIX}.node.{_token(event.node_id)}.{tag}"
     if isinstance(event, PlanComputed):
         return f"{EVENTS_PREFIX}.plan.{tag}"

@@ -2,8 +2,10 @@
 
 import itertools
 
+from allot.core import State, apply
 from allot.proto.events import (
     Admission,
+    Event,
     GpuInfo,
     JobExited,
     JobSpec,
@@ -67,3 +69,11 @@ def exited(job_id: str, node_id: str, code: int | None = 0) -> JobExited:
 
 def lost(node_id: str) -> NodeLost:
     return NodeLost(meta=meta(), node_id=node_id, last_seen_ns=0, timeout_ns=1)
+
+
+def fold(*events: Event) -> State:
+    """The state after these events, at sequences 1, 2, …"""
+    state = State()
+    for seq, event in enumerate(events, start=1):
+        apply(state, seq, event)
+    return state

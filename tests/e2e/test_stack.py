@@ -198,35 +198,13 @@ def test_the_cli_submits_waits_and_shows_status(stack: Stack) -> None:
             timeout=60,
         )
 
-    done = allot(
-        "submit",
-        "--gpus",
-        "1",
-        "--account",
-        "demo",
-        "--wait",
-        "--",
-        sys.executable,
-        "-c",
-        "print(42)",
-    )
+    submit = ["submit", "--gpus", "1", "--account", "demo", "--wait"]
+    done = allot(*submit, "--", sys.executable, "-c", "print(42)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "42"
     job_id = done.stderr.split()[0]
 
-    failing = allot(
-        "submit",
-        "--gpus",
-        "1",
-        "--account",
-        "demo",
-        "--wait",
-        "--quiet",
-        "--",
-        sys.executable,
-        "-c",
-        "raise SystemExit(3)",
-    )
+    failing = allot(*submit, "--quiet", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert failing.returncode == 3
 
     status = allot("status", job_id, "--json")

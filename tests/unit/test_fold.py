@@ -15,13 +15,7 @@ from allot.proto.events import (
     NodeUncordoned,
 )
 from tests import builders as b
-
-
-def fold(*events: Event) -> State:
-    state = State()
-    for seq, event in enumerate(events, start=1):
-        apply(state, seq, event)
-    return state
+from tests.builders import fold
 
 
 def test_a_job_runs_from_submission_to_success() -> None:

@@ -2,16 +2,10 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allot.core import POLICY_FIRST_FIT, Policy, State, apply, plan, policy_hash
-from allot.proto.events import Admission, Event, PendingReason
+from allot.core import POLICY_FIRST_FIT, Policy, apply, plan, policy_hash
+from allot.proto.events import Admission, PendingReason
 from tests import builders as b
-
-
-def fold(*events: Event) -> State:
-    state = State()
-    for seq, event in enumerate(events, start=1):
-        apply(state, seq, event)
-    return state
+from tests.builders import fold
 
 
 def test_first_fit_takes_the_first_node_with_room_and_its_lowest_gpus() -> None:
