@@ -3,7 +3,8 @@
 It starts its own stack in a temporary directory, so the numbers do not depend on what else
 runs. Latency is measured from the ``at`` of ``JobSubmitted`` (stamped by intake) to the
 ``at`` of ``JobStarted`` (stamped by the node agent), one job at a time. Throughput is the
-rate at which the intake acknowledges submissions with ``--concurrency`` in flight.
+rate at which the intake acknowledges submissions with ``--concurrency`` in flight; then how
+long the planner needs to state a reason for every queued job.
 """
 
 import argparse
@@ -43,8 +44,10 @@ async def bench(args: argparse.Namespace) -> int:
         print(
             f"submit→start over {args.jobs} jobs: p50 {latency['p50']:.1f} ms, "
             f"p99 {latency['p99']:.1f} ms, max {latency['max']:.1f} ms\n"
-            f"intake: {throughput['submissions']} submissions in {throughput['seconds']:.2f} s "
-            f"= {throughput['per_second']:.0f}/s (concurrency {args.concurrency})"
+            f"intake: {throughput['submissions']:.0f} submissions in {throughput['seconds']:.2f} s "
+            f"= {throughput['per_second']:.0f}/s (concurrency {args.concurrency}); "
+            f"planner caught up {throughput['planner_caught_up_after_s']:.2f} s later, "
+            f"{throughput['plans']:.0f} plans in the log"
         )
     return 0
 
@@ -83,4 +86,19 @@ async def intake_throughput(client: AsyncClient, total: int, concurrency: int) -
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     seconds = time.perf_counter() - started
-    return {"submissions": float(total), "seconds": seconds, "per_second": total / seconds}
+    # The planner keeps up when, soon after the burst, every queued job has its reason.
+    async with asyncio.timeout(120):
+        while True:
+            state = await client.state()
+            if all(state.jobs[j].reason is not None for j in state.pending):
+                break
+            await asyncio.sleep(0.1)
+    caught_up = time.perf_counter() - started - seconds
+    plans = sum(1 for r in await client.events.read() if r.type == "PlanComputed")
+    return {
+        "submissions": float(total),
+        "seconds": seconds,
+        "per_second": total / seconds,
+        "planner_caught_up_after_s": caught_up,
+        "plans": float(plans),
+    }
