@@ -147,12 +147,9 @@ class NodeAgent:
 
     def _stop(self, watch: "JobWatch") -> None:
         """SIGTERM now (or as soon as the process exists), SIGKILL after the grace period."""
-        if watch.signalled or watch.ended:
-            watch.stopping = True
+        watch.stopping = True  # if the process does not exist yet, _own signals it at start
+        if watch.signalled or watch.ended or watch.pid is None:
             return
-        watch.stopping = True
-        if watch.pid is None:
-            return  # _own signals right after the start
         watch.signalled = True
         log.info("stopping %s (pid %d): cancel requested", watch.job.job_id, watch.pid)
         process.signal_group(watch.pid, signal.SIGTERM)

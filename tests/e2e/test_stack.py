@@ -312,3 +312,25 @@ async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncCli
         assert recorded.policy_hash == policy_hash(POLICY_FIRST_FIT)
         assert again.admissions == recorded.admissions
         assert again.pending == recorded.pending
+
+
+async def test_a_job_cancelled_before_its_agent_started_it_never_runs(tmp_path: Path) -> None:
+    nodes = [NodeShape(node_id="node-1", gpus=2)]
+    async with (
+        Stack(tmp_path / "allot", nodes, node_timeout_s=60, restart=False) as s,
+        await AsyncClient.connect(s.url) as client,
+    ):
+        s.kill("node-1")  # admitted while its agent is down: nobody starts it
+        marker = tmp_path / "ran"
+        code = f"open({str(marker)!r}, 'w').write('ran')"
+        reply = await client.submit(JobSpec(account="lab/a", gpus=2, command=python(code)))
+        assert reply.job_id is not None
+        job_id = reply.job_id
+        await until(client, lambda st: status(st, job_id) == JobStatus.ADMITTED)
+        await client.cancel(job_id)
+        await s.revive("node-1")
+        job = await client.wait(job_id, timeout=20)
+        assert job.status == JobStatus.CANCELLED
+        assert job.started_at is None
+        assert not marker.exists()
+        assert "JobCancelled" in [r.type for r in await client.events.read() if job_id in r.subject]
