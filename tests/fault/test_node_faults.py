@@ -1,0 +1,120 @@
+"""Failures of node agents and services, with the whole stack running as processes."""
+
+from pathlib import Path
+
+from allot.client import AsyncClient
+from allot.client.stack import NodeShape, Stack
+from allot.core import JobStatus
+from allot.proto.events import JobSpec
+from tests import builders as b
+from tests.stack import gone, python, running, status, until
+
+
+async def test_a_killed_node_agent_ends_in_node_lost_and_its_job_is_not_left_running(
+    stack: Stack, client: AsyncClient
+) -> None:
+    spec = JobSpec(account="lab/a", gpus=4, command=python("import time; time.sleep(60)"))
+    reply = await client.submit(spec)
+    assert reply.job_id is not None
+    job_id = reply.job_id
+    state = await until(client, lambda s: running(s, job_id))
+    node_id = state.jobs[job_id].node_id
+    assert node_id == "node-1"
+
+    stack.kill(node_id)
+    state = await until(client, lambda s: node_id in s.nodes and s.nodes[node_id].lost, timeout=20)
+    job = state.jobs[job_id]
+    assert job.status == JobStatus.LOST
+    assert state.nodes[node_id].allocated == {}
+    assert "node-1 lost" in job.end_reason
+
+    # The agent comes back: the node is usable again and the orphaned process is killed.
+    pid = job.pid
+    assert pid is not None
+    await stack.revive(node_id)
+    await until(
+        client, lambda s: s.seq > state.seq and node_id in s.nodes and not s.nodes[node_id].lost
+    )
+    await gone(pid)
+
+
+async def test_a_restarted_agent_adopts_its_running_job_and_reports_its_exit(
+    stack: Stack, client: AsyncClient, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    code = (
+        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+        "raise SystemExit(7)"
+    )
+    reply = await client.submit(JobSpec(account="lab/a", gpus=4, command=python(code)))
+    assert reply.job_id is not None
+    job_id = reply.job_id
+    await until(client, lambda s: running(s, job_id))
+
+    stack.kill("node-1")
+    await stack.revive("node-1")  # faster than the node timeout: no NodeLost
+    go.touch()
+    job = await client.wait(job_id, timeout=20)
+    assert job.status == JobStatus.FAILED
+    assert job.exit_code == 7
+    events = [r.type for r in await client.events.read() if job_id in r.subject]
+    assert events.count("JobStarted") == 1
+    assert events.count("JobExited") == 1
+
+
+async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_again(
+    stack: Stack, client: AsyncClient
+) -> None:
+    reply = await client.submit(
+        JobSpec(account="lab/a", gpus=2, command=python("import time; time.sleep(60)"))
+    )
+    assert reply.job_id is not None
+    job_id = reply.job_id
+    state = await until(client, lambda s: running(s, job_id))
+    node_id = state.jobs[job_id].node_id
+    pid = state.jobs[job_id].pid
+    assert node_id is not None
+    assert pid is not None
+
+    # As if telemetry had missed its heartbeats.
+    await client.events.append(b.lost(node_id))
+    state = await until(client, lambda s: status(s, job_id) == JobStatus.LOST)
+    lost_at = state.seq
+    await until(client, lambda s: s.seq > lost_at and not s.nodes[node_id].lost)
+    await gone(pid)
+
+
+async def test_allot_up_restarts_a_service_that_dies(tmp_path: Path) -> None:
+    s = Stack(tmp_path / "allot", [NodeShape(node_id="node-1", gpus=1)], restart=True)
+    async with s, await AsyncClient.connect(s.url) as client:
+        planner = s.children["planner"].process
+        assert planner is not None
+        planner.kill()
+        await planner.wait()
+        reply = await client.submit(JobSpec(account="lab/a", gpus=1, command=python("pass")))
+        assert reply.job_id is not None
+        job = await client.wait(reply.job_id, timeout=20)
+        assert job.status == JobStatus.SUCCEEDED
+        assert s.children["planner"].process is not planner
+
+
+async def test_a_job_cancelled_before_its_agent_started_it_never_runs(tmp_path: Path) -> None:
+    nodes = [NodeShape(node_id="node-1", gpus=2)]
+    async with (
+        Stack(tmp_path / "allot", nodes, node_timeout_s=60, restart=False) as s,
+        await AsyncClient.connect(s.url) as client,
+    ):
+        s.kill("node-1")  # admitted while its agent is down: nobody starts it
+        marker = tmp_path / "ran"
+        code = f"open({str(marker)!r}, 'w').write('ran')"
+        reply = await client.submit(JobSpec(account="lab/a", gpus=2, command=python(code)))
+        assert reply.job_id is not None
+        job_id = reply.job_id
+        await until(client, lambda st: status(st, job_id) == JobStatus.ADMITTED)
+        await client.cancel(job_id)
+        await s.revive("node-1")
+        job = await client.wait(job_id, timeout=20)
+        assert job.status == JobStatus.CANCELLED
+        assert job.started_at is None
+        assert not marker.exists()
+        assert "JobCancelled" in [r.type for r in await client.events.read() if job_id in r.subject]

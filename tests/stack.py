@@ -1,0 +1,48 @@
+"""Helpers for tests that run the whole stack: waiting on the folded log, processes."""
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from allot.client import AsyncClient
+from allot.core import JobStatus, State
+
+
+def status(state: State, job_id: str) -> JobStatus | None:
+    job = state.jobs.get(job_id)
+    return None if job is None else job.status
+
+
+def running(state: State, job_id: str) -> bool:
+    return status(state, job_id) == JobStatus.RUNNING
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+async def until(client: AsyncClient, check: Callable[[State], bool], timeout: float = 15) -> State:
+    """Follow the log until ``check(state)`` holds."""
+    async with asyncio.timeout(timeout), contextlib.aclosing(client.states()) as states:
+        async for state in states:
+            if check(state):
+                return state
+    raise AssertionError("unreachable")
+
+
+async def gone(pid: int, timeout: float = 10) -> None:
+    """Wait until the process has ended (fail after ``timeout``)."""
+    async with asyncio.timeout(timeout):
+        while _alive(pid):
+            await asyncio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
