@@ -47,13 +47,31 @@ async def up(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
     await stack.start()  # stops whatever it started if it fails
-    current_file().parent.mkdir(parents=True, exist_ok=True)
-    current_file().write_text(
-        json.dumps({"nats_url": stack.url, "data_dir": str(stack.data_dir), "pid": os.getpid()})
-    )
-    gpus = sum(n.gpus for n in nodes)
+    try:
+        where = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "pid": os.getpid()}
+        current_file().parent.mkdir(parents=True, exist_ok=True)
+        current_file().write_text(json.dumps(where))
+        announce(args, stack)
+        if args.demo:
+            largest = max(n.gpus for n in stack.nodes)
+            await submit_demo(stack.url, largest, as_json=args.json)
+        await stopped.wait()
+    finally:
+        print("stopping…", file=sys.stderr, flush=True)
+        await stack.stop()
+        with contextlib.suppress(FileNotFoundError):
+            current_file().unlink()
+    return 0
+
+
+def announce(args: argparse.Namespace, stack: Stack) -> None:
+    gpus = sum(n.gpus for n in stack.nodes)
+    if args.json:
+        up = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "logs": str(stack.logs)}
+        print(json.dumps({**up, "nodes": len(stack.nodes), "gpus": gpus}), flush=True)
+        return
     print(
-        f"Allot is up: {len(nodes)} simulated nodes, {gpus} GPUs.\n"
+        f"Allot is up: {len(stack.nodes)} simulated nodes, {gpus} GPUs.\n"
         f"  NATS      {stack.url}   (export ALLOT_NATS_URL={stack.url})\n"
         f"  data      {stack.data_dir}\n"
         f"  logs      {stack.logs}\n"
@@ -62,23 +80,18 @@ async def up(args: argparse.Namespace) -> int:
         f"Ctrl-C stops everything.",
         flush=True,
     )
-    try:
-        if args.demo:
-            await submit_demo(stack.url)
-        await stopped.wait()
-    finally:
-        print("stopping…", flush=True)
-        await stack.stop()
-        with contextlib.suppress(FileNotFoundError):
-            current_file().unlink()
-    return 0
 
 
-async def submit_demo(url: str) -> None:
+async def submit_demo(url: str, largest_node: int, as_json: bool) -> None:
+    """A small mixed workload; jobs asking for more than the largest node get that node."""
     async with await AsyncClient.connect(url) as client:
-        for name, account, gpus, code in DEMO_JOBS:
+        for name, account, asked, code in DEMO_JOBS:
+            gpus = min(asked, largest_node)
             spec = JobSpec(
                 account=account, gpus=gpus, name=name, command=[sys.executable, "-c", code]
             )
             reply = await client.submit(spec)
-            print(f"demo: submitted {name} ({gpus} GPUs) as {reply.job_id}", flush=True)
+            if as_json:
+                print(json.dumps({"demo": name, "gpus": gpus, "job_id": reply.job_id}), flush=True)
+            else:
+                print(f"demo: submitted {name} ({gpus} GPUs) as {reply.job_id}", flush=True)

@@ -1,6 +1,7 @@
 """README command 1 as a user runs it: `allot up`, a submission from another process,
 then Ctrl-C."""
 
+import json
 import os
 import signal
 import subprocess
@@ -66,3 +67,23 @@ def test_allot_up_runs_a_job_and_stops_everything_on_ctrl_c(tmp_path: Path) -> N
         ["pgrep", "-f", str(tmp_path / "data")], capture_output=True, text=True
     ).stdout.split()
     assert leftovers == []
+
+
+def test_allot_up_json_announces_where_it_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
+    up = subprocess.Popen(
+        [sys.executable, "-m", "allot.client.cli", "up", "--json", "--demo", "--nodes", "2x4",
+         "--data-dir", str(tmp_path / "data")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert up.stdout is not None
+        announced = json.loads(up.stdout.readline())
+        assert announced["nodes"] == 2
+        assert announced["gpus"] == 8
+        assert announced["nats_url"].startswith("nats://127.0.0.1:")
+        demo = [json.loads(up.stdout.readline()) for _ in range(5)]
+        assert all(d["job_id"].startswith("j-") for d in demo)
+    finally:
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=60) == 0
