@@ -29,10 +29,11 @@ async def follow_state(
     written so far has been folded, so decisions never rest on a half-read log."""
     if await events.last_seq() <= state.seq:
         await on_caught_up()
-    async for record in events.follow(state.seq + 1):
-        apply_record(state, record)
-        if record.pending == 0:
-            await on_caught_up()
+    async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
+        async for record in records:
+            apply_record(state, record)
+            if record.pending == 0:
+                await on_caught_up()
 
 
 class Clock:
