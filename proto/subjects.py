@@ -38,11 +38,6 @@ def heartbeat(node_id: str) -> str:
     return f"allot.hb.{_token(node_id)}"
 
 
-def job_events(job_id: str) -> str:
-    """All events of one job (a filter subject)."""
-    return f"{EVENTS_PREFIX}.job.{_token(job_id)}.*"
-
-
 def subject_for(event: Event) -> str:
     """The subject an event is appended under: by entity, then by type."""
     tag = type(event).__struct_config__.tag

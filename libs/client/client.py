@@ -117,9 +117,6 @@ class AsyncClient:
             apply_record(state, record)
         return state
 
-    async def job(self, job_id: str) -> JobRecord | None:
-        return (await self.state()).jobs.get(job_id)
-
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
         """Follow the log until the job has ended; its final record."""
         async with asyncio.timeout(timeout):

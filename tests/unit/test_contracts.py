@@ -1,4 +1,5 @@
 import ast
+import typing
 from pathlib import Path
 
 import msgspec
@@ -6,7 +7,7 @@ import pytest
 
 from allot.bus.codec import decode, encode
 from allot.proto import schema
-from allot.proto.events import EVENT_TYPES, Event, JobSubmitted
+from allot.proto.events import EVENT_TYPES, AnyEvent, Event, JobSubmitted
 from allot.proto.subjects import subject_for
 from tests import builders as b
 
@@ -47,6 +48,10 @@ def _sample_value(tp: object) -> object:
 def test_every_event_round_trips_through_the_codec(event: Event) -> None:
     assert decode(encode(event)) == event
     assert subject_for(event).startswith("allot.evt.")
+
+
+def test_the_decoder_knows_every_event_type() -> None:
+    assert set(typing.get_args(AnyEvent)) == set(EVENT_TYPES)
 
 
 def test_tags_are_pinned_and_unique() -> None:
