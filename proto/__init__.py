@@ -5,6 +5,8 @@ breaks an old log. Fields are only ever added (with defaults), never retyped.
 """
 
 from allot.proto.commands import (
+    AccountsApplyReply,
+    AccountsApplyRequest,
     CancelReply,
     CancelRequest,
     FieldError,
@@ -13,6 +15,11 @@ from allot.proto.commands import (
 )
 from allot.proto.events import (
     EVENT_TYPES,
+    AccountDefined,
+    AccountEvent,
+    AccountRemoved,
+    AccountSettings,
+    AccountUpdated,
     Admission,
     Event,
     GpuInfo,
@@ -43,6 +50,13 @@ from allot.proto.events import (
 
 __all__ = [
     "EVENT_TYPES",
+    "AccountDefined",
+    "AccountEvent",
+    "AccountRemoved",
+    "AccountSettings",
+    "AccountUpdated",
+    "AccountsApplyReply",
+    "AccountsApplyRequest",
     "Admission",
     "CancelReply",
     "CancelRequest",

@@ -1,5 +1,7 @@
 """Commands: request/reply messages between clients and the intake service."""
 
+from typing import Any
+
 import msgspec
 
 from allot.proto.events import JobSpec
@@ -36,4 +38,18 @@ class CancelRequest(msgspec.Struct, frozen=True, kw_only=True):
 class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     seq: int | None = None
+    errors: list[FieldError] = []
+
+
+class AccountsApplyRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole account tree as a file declares it: path -> settings as written there
+    (``max_wait`` as a duration such as ``"4h"``). The ledger validates and converts it."""
+
+    accounts: dict[str, dict[str, Any]]
+
+
+class AccountsApplyReply(msgspec.Struct, frozen=True, kw_only=True):
+    defined: list[str] = []
+    updated: list[str] = []
+    removed: list[str] = []
     errors: list[FieldError] = []

@@ -37,6 +37,13 @@ class NodeEvent(Event, frozen=True, kw_only=True):
     node_id: str
 
 
+class AccountEvent(Event, frozen=True, kw_only=True):
+    """An event about one account: appended under ``allot.evt.account.<path>.<type>``, the
+    path's ``/`` written as ``.``."""
+
+    path: str
+
+
 # --- jobs -------------------------------------------------------------------------------
 
 
@@ -196,6 +203,35 @@ class NodeUncordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeUncordoned")
     """New work may be placed on the node again."""
 
 
+# --- accounts ---------------------------------------------------------------------------
+
+
+class AccountSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One account of the tree. Its parent is its path without the last segment.
+
+    Resources are ``gpu``, ``gpu:<model>``, ``cpu`` and ``memory_mib``. A resource missing
+    from ``borrowing_limit`` may be borrowed without limit; one missing from
+    ``lending_limit`` may be lent in full."""
+
+    weight: int = 1  # share of its parent's GPU time, relative to its siblings
+    quota: dict[str, int] = {}  # nominal (guaranteed) amount per resource
+    borrowing_limit: dict[str, int] = {}  # how far beyond its quota it may borrow
+    lending_limit: dict[str, int] = {}  # how much of its quota others may borrow
+    max_wait_ns: int | None = None  # the longest a job should wait (R11)
+
+
+class AccountDefined(AccountEvent, frozen=True, kw_only=True, tag="AccountDefined"):
+    settings: AccountSettings
+
+
+class AccountUpdated(AccountEvent, frozen=True, kw_only=True, tag="AccountUpdated"):
+    settings: AccountSettings
+
+
+class AccountRemoved(AccountEvent, frozen=True, kw_only=True, tag="AccountRemoved"):
+    """The account is gone; it had no pending or running jobs."""
+
+
 AnyEvent = (
     JobSubmitted
     | JobRejected
@@ -214,6 +250,9 @@ AnyEvent = (
     | NodeLost
     | NodeCordoned
     | NodeUncordoned
+    | AccountDefined
+    | AccountUpdated
+    | AccountRemoved
 )
 
 EVENT_TYPES: Final[tuple[type[Event], ...]] = (
@@ -234,4 +273,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     NodeLost,
     NodeCordoned,
     NodeUncordoned,
+    AccountDefined,
+    AccountUpdated,
+    AccountRemoved,
 )

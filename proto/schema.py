@@ -11,7 +11,14 @@ from typing import Any
 
 import msgspec
 
-from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
+from allot.proto.commands import (
+    AccountsApplyReply,
+    AccountsApplyRequest,
+    CancelReply,
+    CancelRequest,
+    SubmitReply,
+    SubmitRequest,
+)
 from allot.proto.events import AnyEvent
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
@@ -25,6 +32,8 @@ def render() -> dict[str, str]:
         "submit-reply.json": msgspec.json.schema(SubmitReply),
         "cancel-request.json": msgspec.json.schema(CancelRequest),
         "cancel-reply.json": msgspec.json.schema(CancelReply),
+        "accounts-apply-request.json": msgspec.json.schema(AccountsApplyRequest),
+        "accounts-apply-reply.json": msgspec.json.schema(AccountsApplyReply),
     }
     return {
         name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()

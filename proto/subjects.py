@@ -9,7 +9,7 @@ from typing import Final
 
 import msgspec
 
-from allot.proto.events import Event, JobEvent, NodeEvent, PlanComputed
+from allot.proto.events import AccountEvent, Event, JobEvent, NodeEvent, PlanComputed
 
 STREAM: Final = "ALLOT"
 EVENTS_PREFIX: Final = "allot.evt"
@@ -17,7 +17,7 @@ ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 
 SUBMIT: Final = "allot.cmd.submit"
 CANCEL: Final = "allot.cmd.cancel"
-HEALTH_INTAKE: Final = "allot.cmd.health.intake"
+ACCOUNTS_APPLY: Final = "allot.cmd.accounts.apply"
 HEARTBEATS: Final = "allot.hb.*"
 
 # A token of a subject: no dots, wildcards or whitespace.
@@ -34,6 +34,11 @@ class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_msg_size: int = 1 << 20
 
 
+def health(service: str) -> str:
+    """Where a command service answers once it has read the log (readiness)."""
+    return f"allot.cmd.health.{_token(service)}"
+
+
 def heartbeat(node_id: str) -> str:
     return f"allot.hb.{_token(node_id)}"
 
@@ -45,6 +50,9 @@ def subject_for(event: Event) -> str:
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
     if isinstance(event, NodeEvent):
         return f"{EVENTS_PREFIX}.node.{_token(event.node_id)}.{tag}"
+    if isinstance(event, AccountEvent):
+        tokens = ".".join(_token(segment) for segment in event.path.split("/"))
+        return f"{EVENTS_PREFIX}.account.{tokens}.{tag}"
     if isinstance(event, PlanComputed):
         return f"{EVENTS_PREFIX}.plan.{tag}"
     raise TypeError(f"no subject for event type {type(event).__name__}")

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import tomllib
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -76,11 +77,7 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         try:
             reply = await client.submit(spec, idempotency_key=args.idempotency_key)
         except CommandError as error:
-            for problem in error.errors:
-                print(
-                    f"allot: rejected: {problem.field}={problem.value!r}: {problem.message}",
-                    file=sys.stderr,
-                )
+            report_refusal(error, "submission refused, nothing was stored")
             return 2
         assert reply.job_id is not None
         if args.json and not args.wait:
@@ -142,13 +139,47 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
         try:
             reply = await client.cancel(args.job, reason=args.reason)
         except CommandError as error:
-            for problem in error.errors:
-                print(
-                    f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr
-                )
+            report_refusal(error, "cancel refused")
             return 2
     emit(args, msgspec.to_builtins(reply), f"cancel requested for {reply.job_id}")
     return 0
+
+
+async def cmd_accounts_apply(args: argparse.Namespace) -> int:
+    try:
+        declared = tomllib.loads(Path(args.file).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        print(f"allot: {args.file}: {error}", file=sys.stderr)
+        return 2
+    accounts = declared.get("accounts")
+    if not isinstance(accounts, dict):
+        print(f'allot: {args.file}: expected [accounts."PATH"] tables', file=sys.stderr)
+        return 2
+    async with await connect(args) as client:
+        try:
+            reply = await client.apply_accounts(accounts)
+        except CommandError as error:
+            report_refusal(error, f"{args.file} refused, nothing changed")
+            return 2
+    summary = (
+        f"defined {len(reply.defined)}, updated {len(reply.updated)}, removed {len(reply.removed)}"
+    )
+    emit(args, msgspec.to_builtins(reply), summary)
+    return 0
+
+
+async def cmd_accounts_show(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    accounts = {path: msgspec.to_builtins(s) for path, s in sorted(state.accounts.items())}
+    emit(args, accounts, render.accounts_table(state))
+    return 0
+
+
+def report_refusal(error: CommandError, headline: str) -> None:
+    print(f"allot: {headline}:", file=sys.stderr)
+    for problem in error.errors:
+        print(f"  {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
 
 
 async def cmd_log_tail(args: argparse.Namespace) -> int:
@@ -265,6 +296,16 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = add("cancel", cmd_cancel, "cancel a pending or running job")
     cancel.add_argument("job")
     cancel.add_argument("--reason", default="")
+
+    accounts_cmd = commands.add_parser("accounts", help="the account tree")
+    accounts_sub = accounts_cmd.add_subparsers(dest="accounts_command", required=True)
+    apply = accounts_sub.add_parser(
+        "apply", parents=[common], help="make the account tree equal to a TOML file"
+    )
+    apply.set_defaults(handler=cmd_accounts_apply)
+    apply.add_argument("file", help='a TOML file of [accounts."PATH"] tables')
+    show = accounts_sub.add_parser("show", parents=[common], help="the account tree")
+    show.set_defaults(handler=cmd_accounts_show)
 
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)

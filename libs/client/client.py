@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import nats
@@ -19,6 +19,8 @@ from nats.errors import TimeoutError as NatsTimeout
 from allot.bus.eventlog import EventLog, Record
 from allot.core import JobRecord, State, apply_record
 from allot.proto.commands import (
+    AccountsApplyReply,
+    AccountsApplyRequest,
     CancelReply,
     CancelRequest,
     FieldError,
@@ -26,9 +28,9 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
-from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
+from allot.proto.subjects import ACCOUNTS_APPLY, CANCEL, SUBMIT, health
 
-R = TypeVar("R", SubmitReply, CancelReply)
+R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply)
 
 
 class CommandError(Exception):
@@ -79,17 +81,30 @@ class AsyncClient:
             raise CommandError(reply.errors)
         return reply
 
-    async def ready(self, timeout: float = 30.0) -> None:
-        """Wait until an intake answers (it does once it has read the log)."""
+    async def apply_accounts(
+        self, accounts: dict[str, dict[str, Any]], timeout: float = 10.0
+    ) -> AccountsApplyReply:
+        """Make the account tree equal to ``accounts`` (path -> settings as in a file)."""
+        payload = msgspec.json.encode(AccountsApplyRequest(accounts=accounts))
+        reply = await self._request(ACCOUNTS_APPLY, payload, AccountsApplyReply, timeout, 3)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def ready(
+        self, timeout: float = 30.0, services: tuple[str, ...] = ("intake", "ledger")
+    ) -> None:
+        """Wait until the command services answer (they do once they have read the log)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            try:
-                await self.events.nc.request(HEALTH_INTAKE, b"", timeout=1.0)
-                return
-            except (NoRespondersError, NatsTimeout):
-                if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError("no intake service answered") from None
-                await asyncio.sleep(0.1)
+        for subject in map(health, services):
+            while True:
+                try:
+                    await self.events.nc.request(subject, b"", timeout=1.0)
+                    break
+                except (NoRespondersError, NatsTimeout):
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise TimeoutError(f"nothing answered on {subject}") from None
+                    await asyncio.sleep(0.1)
 
     async def _request(
         self, subject: str, payload: bytes, reply_type: type[R], timeout: float, attempts: int

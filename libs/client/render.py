@@ -116,3 +116,14 @@ def nodes_table(state: State) -> str:
             [node_id, health, model, len(node.gpus), len(node.free_gpus()), " ".join(jobs) or "-"]
         )
     return table(["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "JOBS"], rows)
+
+
+def accounts_table(state: State) -> str:
+    rows = []
+    for path, settings in sorted(state.accounts.items()):
+        depth = path.count("/")
+        name = "  " * depth + path.rsplit("/", 1)[-1]
+        quota = ", ".join(f"{r} {n}" for r, n in sorted(settings.quota.items())) or "-"
+        wait = "-" if settings.max_wait_ns is None else f"{settings.max_wait_ns // 10**9}s"
+        rows.append([name, path, settings.weight, quota, wait])
+    return table(["ACCOUNT", "PATH", "WEIGHT", "QUOTA", "MAX WAIT"], rows)

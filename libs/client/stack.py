@@ -90,6 +90,7 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         await self.nats.start()
         self._add("intake", [])
+        self._add("ledger", [])
         self._add("planner", [])
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
         for node in self.nodes:

@@ -8,12 +8,21 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 from allot.client.cli import allot_home, current_file
 from allot.client.client import AsyncClient
 from allot.client.stack import Stack, parse_nodes
 from allot.proto.events import JobSpec
 
+DEMO_ACCOUNTS: dict[str, dict[str, Any]] = {
+    "demo": {},
+    "demo/research": {"weight": 2},
+    "demo/research/alice": {},
+    "demo/research/bob": {},
+    "demo/platform": {"weight": 1},
+    "demo/platform/carol": {},
+}
 DEMO_JOBS = [
     (
         "hello",
@@ -85,6 +94,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
 async def submit_demo(url: str, largest_node: int, as_json: bool) -> None:
     """A small mixed workload; jobs asking for more than the largest node get that node."""
     async with await AsyncClient.connect(url) as client:
+        await client.apply_accounts(DEMO_ACCOUNTS)
         for name, account, asked, code in DEMO_JOBS:
             gpus = min(asked, largest_node)
             spec = JobSpec(

@@ -8,8 +8,12 @@ reason, and leaves the state as it was. Live services and replay therefore agree
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from allot.core.accounts import parent_of
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
 from allot.proto.events import (
+    AccountDefined,
+    AccountRemoved,
+    AccountUpdated,
     Admission,
     Event,
     JobCancelled,
@@ -330,6 +334,29 @@ def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
     _node(state, e.node_id).cordoned = False
 
 
+# --- accounts -----------------------------------------------------------------------------
+
+
+def _account_defined(state: State, seq: int, e: AccountDefined | AccountUpdated) -> None:
+    exists = e.path in state.accounts
+    if isinstance(e, AccountDefined) and exists:
+        raise _Ignore(f"account {e.path} already defined")
+    if isinstance(e, AccountUpdated) and not exists:
+        raise _Ignore(f"unknown account {e.path}")
+    parent = parent_of(e.path)
+    if parent is not None and parent not in state.accounts:
+        raise _Ignore(f"parent account {parent} is not defined")
+    state.accounts[e.path] = e.settings
+
+
+def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
+    if e.path not in state.accounts:
+        raise _Ignore(f"unknown account {e.path}")
+    if any(p.startswith(e.path + "/") for p in state.accounts):
+        raise _Ignore(f"account {e.path} still has child accounts")
+    del state.accounts[e.path]
+
+
 _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     JobSubmitted: _submitted,
     JobRejected: _rejected,
@@ -348,4 +375,7 @@ _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     NodeLost: _lost,
     NodeCordoned: _cordoned,
     NodeUncordoned: _uncordoned,
+    AccountDefined: _account_defined,
+    AccountUpdated: _account_defined,
+    AccountRemoved: _account_removed,
 }

@@ -4,7 +4,7 @@ import enum
 
 import msgspec
 
-from allot.proto.events import GpuInfo, JobSpec, PendingReason
+from allot.proto.events import AccountSettings, GpuInfo, JobSpec, PendingReason
 
 
 class JobStatus(enum.StrEnum):
@@ -91,6 +91,7 @@ class State:
         # Job ids waiting for a plan; insertion order is log order, planners sort anyway.
         self.pending: dict[str, None] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
+        self.accounts: dict[str, AccountSettings] = {}  # path -> settings
         self.ignored: list[IgnoredEvent] = []
         self.last_plan_seq = 0
 

@@ -26,6 +26,12 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             "expected a path of lower-case segments such as 'ml/vision/alice' "
             "(letters a-z, digits, '-' and '_'; each segment starts with a letter or digit)",
         )
+    elif state.accounts and spec.account not in state.accounts:
+        bad(
+            "account",
+            spec.account,
+            "no such account; `allot accounts show` lists them, `allot accounts apply` adds one",
+        )
     if spec.gpus < 1:
         bad("gpus", spec.gpus, "must be at least 1")
     elif state.nodes and spec.gpus > state.largest_node_gpus():

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import hashlib
 import logging
-import re
 import uuid
 
 import msgspec
@@ -26,15 +25,15 @@ from allot.core import (
     validate_cancel,
     validate_submission,
 )
-from allot.proto.commands import CancelReply, CancelRequest, FieldError, SubmitReply, SubmitRequest
+from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
 from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
-from allot.proto.subjects import CANCEL, HEALTH_INTAKE, SUBMIT
+from allot.proto.subjects import CANCEL, SUBMIT, health
+from allot.services.replies import decode_error, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.intake")
 QUEUE_GROUP = "intake"
 MAX_IN_FLIGHT = 256  # submissions being appended at once
-_AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 
 
 def job_id_for(account: str, idempotency_key: str | None) -> str:
@@ -68,7 +67,7 @@ class Intake:
         self._subscriptions = [
             await nc.subscribe(SUBMIT, queue=QUEUE_GROUP, cb=self._on_submit),
             await nc.subscribe(CANCEL, queue=QUEUE_GROUP, cb=self._on_cancel),
-            await nc.subscribe(HEALTH_INTAKE, queue=QUEUE_GROUP, cb=self._on_health),
+            await nc.subscribe(health("intake"), queue=QUEUE_GROUP, cb=self._on_health),
         ]
         log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
@@ -143,20 +142,6 @@ class Intake:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])
         return CancelReply(job_id=request.job_id, seq=appended.seq)
-
-
-def not_stored(error: Exception) -> FieldError:
-    """The log did not take the command; the client retries (safely: ids are fixed)."""
-    return FieldError(field="log", value="", message=f"not stored, retry: {error}")
-
-
-def decode_error(error: msgspec.DecodeError) -> FieldError:
-    """Turn msgspec's 'Expected `int`, got `str` - at `$.spec.gpus`' into a field error."""
-    text = str(error)
-    match = _AT_PATH.search(text)
-    field = (match.group(1) if match else "") or "request"
-    field = field.removeprefix("spec.")
-    return FieldError(field=field, value="", message=text.split(" - at ")[0])
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

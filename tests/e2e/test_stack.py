@@ -160,3 +160,37 @@ async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncCli
         assert recorded.policy_hash == policy_hash(POLICY_FIRST_FIT)
         assert again.admissions == recorded.admissions
         assert again.pending == recorded.pending
+
+
+def test_the_cli_applies_and_shows_the_account_tree(stack: Stack, tmp_path: Path) -> None:
+    env = {**os.environ, "ALLOT_NATS_URL": stack.url}
+    example = Path(__file__).resolve().parents[2] / "examples" / "accounts.toml"
+
+    def allot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "allot.client.cli", *args],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    applied = allot("accounts", "apply", str(example))
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "defined 6, updated 0, removed 0"
+    shown = allot("accounts", "show")
+    assert "lab/vision/alice" in shown.stdout
+    assert "gpu 8" in shown.stdout
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[accounts."lab"]\nweight = "heavy"\n[accounts."x/y"]\n')
+    refused = allot("accounts", "apply", str(broken))
+    assert refused.returncode == 2
+    assert "nothing changed" in refused.stderr
+    assert "accounts.lab.weight" in refused.stderr
+    assert "parent 'x' is not declared" in refused.stderr
+    assert "lab/vision/alice" in allot("accounts", "show").stdout  # the tree is as it was
+
+    # With a tree in place, jobs must name one of its accounts.
+    unknown = allot("submit", "--gpus", "1", "--account", "nobody", "--", "true")
+    assert unknown.returncode == 2
+    assert "no such account" in unknown.stderr
+    known = allot("submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true")
+    assert known.returncode == 0, known.stderr

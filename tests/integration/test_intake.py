@@ -26,7 +26,7 @@ async def intake(event_log: EventLog) -> AsyncIterator[Intake]:
 @pytest.fixture
 async def client(nats_server: EmbeddedNats, intake: Intake) -> AsyncIterator[AsyncClient]:
     async with await AsyncClient.connect(nats_server.url) as c:
-        await c.ready(timeout=10)
+        await c.ready(timeout=10, services=("intake",))
         yield c
 
 

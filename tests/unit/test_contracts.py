@@ -7,7 +7,7 @@ import pytest
 
 from allot.bus.codec import decode, encode
 from allot.proto import schema
-from allot.proto.events import EVENT_TYPES, AnyEvent, Event, JobSubmitted
+from allot.proto.events import EVENT_TYPES, AnyEvent, Event, JobSpec, JobSubmitted
 from allot.proto.subjects import subject_for
 from tests import builders as b
 
@@ -39,8 +39,10 @@ def _sample_value(tp: object) -> object:
     args = getattr(tp, "__args__", ())
     if type(None) in args:  # Optional
         return None
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+    if tp is JobSpec:
         return msgspec.to_builtins(b.spec())
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return msgspec.to_builtins(tp())  # a struct whose fields all have defaults
     raise AssertionError(f"no sample for {tp}")
 
 

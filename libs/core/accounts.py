@@ -1,0 +1,166 @@
+"""The account tree: validating a declared tree and working out what applying it changes.
+
+An account is named by its path (``org/program/project/team``); its parent is the path
+without the last segment, so a cycle cannot be written down, and a missing parent is an
+error. Applying a file makes the tree equal to it: new paths are defined, changed ones
+updated, missing ones removed (only if nothing of theirs is pending or running).
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from allot.core.model import State
+from allot.core.validate import ACCOUNT_PATTERN
+from allot.proto.commands import FieldError
+from allot.proto.events import AccountSettings
+
+RESOURCE = re.compile(r"^(gpu(:[A-Za-z0-9_.-]+)?|cpu|memory_mib)$")
+_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
+_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
+
+
+class AccountChange(msgspec.Struct, frozen=True, kw_only=True):
+    kind: Literal["define", "update", "remove"]
+    path: str
+    settings: AccountSettings | None = None
+
+
+def parse_duration(text: str) -> int:
+    """``"90s"``, ``"30m"``, ``"4h"``, ``"7d"`` -> nanoseconds. Raises ValueError."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 4h or 7d")
+    return int(match[1]) * _NS[match[2]]
+
+
+def parent_of(path: str) -> str | None:
+    return path.rsplit("/", 1)[0] if "/" in path else None
+
+
+def ancestry(path: str) -> list[str]:
+    """The path and every ancestor, nearest first: ``a/b/c`` -> ``a/b/c, a/b, a``."""
+    parts = path.split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+
+
+def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[FieldError]]:
+    """A declared tree (path -> settings as written in a file) as settings, or every
+    problem with it, each naming the account and the field."""
+    tree: dict[str, AccountSettings] = {}
+    errors: list[FieldError] = []
+
+    def bad(path: str, field: str, value: object, message: str) -> None:
+        errors.append(
+            FieldError(
+                field=f"accounts.{path}.{field}".rstrip("."), value=str(value), message=message
+            )
+        )
+
+    for path in sorted(raw):
+        entry = raw[path]
+        if not ACCOUNT_PATTERN.match(path):
+            bad(path, "", path, "account paths are lower-case segments such as 'ml/vision'")
+            continue
+        if not isinstance(entry, Mapping):
+            bad(path, "", entry, "expected a table of settings (weight, quota, ...)")
+            continue
+        fields = dict(entry)
+        if "max_wait" in fields:
+            try:
+                fields["max_wait_ns"] = parse_duration(str(fields.pop("max_wait")))
+            except ValueError as error:
+                bad(path, "max_wait", entry["max_wait"], str(error))
+                continue
+        try:
+            settings = msgspec.convert(fields, AccountSettings)
+        except msgspec.ValidationError as error:
+            field, message = _where(error)
+            bad(path, field, _lookup(entry, field), message)
+            continue
+        problems_before = len(errors)
+        if settings.weight < 1:
+            bad(path, "weight", settings.weight, "a positive whole number (a relative share)")
+        for name in ("quota", "borrowing_limit", "lending_limit"):
+            for resource, amount in sorted(getattr(settings, name).items()):
+                if not RESOURCE.match(resource):
+                    bad(
+                        path,
+                        f"{name}.{resource}",
+                        resource,
+                        "resources are gpu, gpu:<model>, cpu, memory_mib",
+                    )
+                elif amount < 0:
+                    bad(path, f"{name}.{resource}", amount, "must be 0 or more")
+        if settings.max_wait_ns is not None and settings.max_wait_ns <= 0:
+            bad(path, "max_wait", settings.max_wait_ns, "a positive duration")
+        if len(errors) == problems_before:
+            tree[path] = settings
+    for path in sorted(raw):
+        parent = parent_of(path)
+        if parent is not None and parent not in raw:
+            bad(path, "", path, f"its parent {parent!r} is not declared")
+    return tree, errors
+
+
+def changes_to_apply(
+    state: State, tree: Mapping[str, AccountSettings]
+) -> tuple[list[AccountChange], list[FieldError]]:
+    """What makes the current tree equal to ``tree``: parents defined before children,
+    children removed before parents. An account with pending or running jobs in its
+    subtree cannot be removed."""
+    changes: list[AccountChange] = []
+    for path in sorted(tree, key=_depth_first):
+        current = state.accounts.get(path)
+        if current is None:
+            changes.append(AccountChange(kind="define", path=path, settings=tree[path]))
+        elif current != tree[path]:
+            changes.append(AccountChange(kind="update", path=path, settings=tree[path]))
+    gone = [path for path in state.accounts if path not in tree]
+    errors: list[FieldError] = []
+    busy = _busy_accounts(state)
+    for path in sorted(gone, key=_depth_first, reverse=True):
+        holding = sorted(a for a in busy if a == path or a.startswith(path + "/"))
+        if holding:
+            errors.append(
+                FieldError(
+                    field=f"accounts.{path}",
+                    value=path,
+                    message=f"cannot remove it: pending or running jobs in {', '.join(holding)}",
+                )
+            )
+        else:
+            changes.append(AccountChange(kind="remove", path=path))
+    return changes, errors
+
+
+def _busy_accounts(state: State) -> set[str]:
+    return {job.spec.account for job in state.jobs.values() if not job.status.terminal}
+
+
+def _depth_first(path: str) -> tuple[int, str]:
+    return (path.count("/"), path)
+
+
+def _where(error: msgspec.ValidationError) -> tuple[str, str]:
+    """'Expected `int`, got `str` - at `$.weight`' -> ('weight', 'Expected `int`, got `str`');
+    'Object contains unknown field `colour` - at `$`' -> ('colour', ...)."""
+    message, _, where = str(error).partition(" - at `$")
+    field = re.sub(r"[\[\]'\"]+", ".", where.rstrip("`")).strip(".")
+    unknown = _UNKNOWN_FIELD.search(message)
+    if unknown:
+        field = f"{field}.{unknown[1]}".lstrip(".")
+    return field, message
+
+
+def _lookup(entry: Mapping[str, Any], field: str) -> object:
+    value: object = entry
+    for part in field.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            return ""
+    return value

@@ -1,0 +1,108 @@
+"""Request/reply on ``allot.cmd.accounts.apply``.
+
+Commands are handled one at a time, each against a state that has folded everything the
+ledger appended before, so two applies in a row never work from the same old tree. A file
+with any problem is refused whole and appends nothing.
+"""
+
+import argparse
+import asyncio
+import hashlib
+import logging
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from allot.bus.eventlog import EventLog
+from allot.core import State
+from allot.core.accounts import AccountChange, changes_to_apply, read_tree
+from allot.proto.commands import AccountsApplyReply, AccountsApplyRequest
+from allot.proto.events import AccountDefined, AccountEvent, AccountRemoved, AccountUpdated
+from allot.proto.subjects import ACCOUNTS_APPLY, health
+from allot.services.replies import decode_error, not_stored
+from allot.services.runtime import Clock, follow_state, stamp
+
+log = logging.getLogger("allot.ledger")
+
+
+class Ledger:
+    def __init__(self, events: EventLog, clock: Clock | None = None):
+        self.events = events
+        self.clock = clock or Clock()
+        self.state = State()
+        self._subscriptions: list[Subscription] = []
+        self._folded = asyncio.Condition()
+
+    async def run(self) -> None:
+        await follow_state(self.events, self.state, self._on_caught_up)
+
+    async def _on_caught_up(self) -> None:
+        async with self._folded:
+            self._folded.notify_all()
+        if self._subscriptions:
+            return
+        nc = self.events.nc
+        self._subscriptions = [
+            await nc.subscribe(ACCOUNTS_APPLY, queue="ledger", cb=self._on_apply),
+            await nc.subscribe(health("ledger"), queue="ledger", cb=self._on_health),
+        ]
+        log.info("caught up at sequence %d, accepting commands", self.state.seq)
+
+    async def _on_health(self, msg: Msg) -> None:
+        await msg.respond(b'{"ok":true}')
+
+    async def _on_apply(self, msg: Msg) -> None:
+        reply = await self.apply(msg.data)
+        await msg.respond(msgspec.json.encode(reply))
+
+    async def apply(self, payload: bytes) -> AccountsApplyReply:
+        try:
+            request = msgspec.json.decode(payload, type=AccountsApplyRequest)
+        except msgspec.DecodeError as error:
+            return AccountsApplyReply(errors=[decode_error(error)])
+        tree, errors = read_tree(request.accounts)
+        if errors:
+            return AccountsApplyReply(errors=errors)
+        changes, errors = changes_to_apply(self.state, tree)
+        if errors:
+            return AccountsApplyReply(errors=errors)
+        last = 0
+        try:
+            for change in changes:
+                appended = await self.events.append(
+                    self._event(change), msg_id=_change_id(self.state.seq, change)
+                )
+                last = appended.seq
+        except Exception as error:  # a retry applies the rest: applying is declarative
+            log.warning("apply stopped after sequence %d: %s", last, error)
+            return AccountsApplyReply(errors=[not_stored(error)])
+        await self._until_folded(last)
+        return AccountsApplyReply(
+            defined=[c.path for c in changes if c.kind == "define"],
+            updated=[c.path for c in changes if c.kind == "update"],
+            removed=[c.path for c in changes if c.kind == "remove"],
+        )
+
+    def _event(self, change: AccountChange) -> AccountEvent:
+        meta = stamp("ledger", self.clock)
+        if change.kind == "remove":
+            return AccountRemoved(meta=meta, path=change.path)
+        assert change.settings is not None
+        if change.kind == "define":
+            return AccountDefined(meta=meta, path=change.path, settings=change.settings)
+        return AccountUpdated(meta=meta, path=change.path, settings=change.settings)
+
+    async def _until_folded(self, seq: int) -> None:
+        async with self._folded:
+            await self._folded.wait_for(lambda: self.state.seq >= seq)
+
+
+def _change_id(basis: int, change: AccountChange) -> str:
+    """The same change computed from the same log position is one message."""
+    body = msgspec.json.encode(change)
+    return f"account:{basis}:{hashlib.blake2b(body, digest_size=12).hexdigest()}"
+
+
+async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    await Ledger(events).run()
