@@ -17,6 +17,7 @@ from allot.proto.events import (
     EVENT_TYPES,
     AccountDefined,
     AccountEvent,
+    AccountRank,
     AccountRemoved,
     AccountSettings,
     AccountUpdated,
@@ -46,12 +47,14 @@ from allot.proto.events import (
     PlanComputed,
     Preemption,
     StopRequested,
+    UsageCharged,
 )
 
 __all__ = [
     "EVENT_TYPES",
     "AccountDefined",
     "AccountEvent",
+    "AccountRank",
     "AccountRemoved",
     "AccountSettings",
     "AccountUpdated",
@@ -88,4 +91,5 @@ __all__ = [
     "StopRequested",
     "SubmitReply",
     "SubmitRequest",
+    "UsageCharged",
 ]

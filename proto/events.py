@@ -57,6 +57,8 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     resumable: bool = False
     env: dict[str, str] = {}
     workdir: str | None = None
+    cpus: int = 0  # requested CPUs; with memory, makes the charge DRF-weighted (R10)
+    memory_mib: int = 0
 
 
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
@@ -151,6 +153,18 @@ class Preemption(msgspec.Struct, frozen=True, kw_only=True):
     params: ReasonParams = {}
 
 
+class AccountRank(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an account stood in the fair-share order when a plan was made: the numbers
+    behind its rank, so users can see the sort metric (ppm: parts per million)."""
+
+    account: str
+    rank: int
+    share_ppm: int  # its share among its siblings
+    usage_ppm: int  # its decayed usage among its siblings
+    usage_gpu_ms: int  # its decayed usage
+    level_factor_ppm: int | None  # share / usage; None: no usage yet (ranks first)
+
+
 class PlanComputed(Event, frozen=True, kw_only=True, tag="PlanComputed"):
     """A decision, with what it was computed from: the log prefix up to ``basis_seq``,
     the clock reading ``now`` and the policy identified by its content hash."""
@@ -163,6 +177,7 @@ class PlanComputed(Event, frozen=True, kw_only=True, tag="PlanComputed"):
     admissions: list[Admission] = []
     pending: list[PendingReason] = []
     preemptions: list[Preemption] = []
+    ranks: list[AccountRank] = []  # accounts with pending jobs
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -232,6 +247,18 @@ class AccountRemoved(AccountEvent, frozen=True, kw_only=True, tag="AccountRemove
     """The account is gone; it had no pending or running jobs."""
 
 
+class UsageCharged(AccountEvent, frozen=True, kw_only=True, tag="UsageCharged"):
+    """GPU time of one job attempt from ``from_ns`` to ``to_ns``, charged to the account
+    (``path``) and all its ancestors. ``gpu_ms`` is DRF-weighted: the job's dominant share
+    of the cluster, in GPUs, times the milliseconds."""
+
+    job_id: str
+    attempt: int
+    from_ns: int
+    to_ns: int
+    gpu_ms: int
+
+
 AnyEvent = (
     JobSubmitted
     | JobRejected
@@ -253,6 +280,7 @@ AnyEvent = (
     | AccountDefined
     | AccountUpdated
     | AccountRemoved
+    | UsageCharged
 )
 
 EVENT_TYPES: Final[tuple[type[Event], ...]] = (
@@ -276,4 +304,5 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     AccountDefined,
     AccountUpdated,
     AccountRemoved,
+    UsageCharged,
 )

@@ -54,6 +54,7 @@ class Stack:
         node_timeout_s: float = 10.0,
         heartbeat_s: float = 1.0,
         stop_grace_s: float = 10.0,
+        accounting_interval_s: float = 60.0,
         restart: bool = True,
     ):
         self.data_dir = Path(data_dir).resolve()
@@ -61,6 +62,7 @@ class Stack:
         self.node_timeout_s = node_timeout_s
         self.heartbeat_s = heartbeat_s
         self.stop_grace_s = stop_grace_s
+        self.accounting_interval_s = accounting_interval_s
         self.restart = restart
         self.nats = EmbeddedNats(self.data_dir / "nats")
         self.children: dict[str, Child] = {}
@@ -90,7 +92,7 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         await self.nats.start()
         self._add("intake", [])
-        self._add("ledger", [])
+        self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", [])
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
         for node in self.nodes:

@@ -8,8 +8,17 @@ reason, and leaves the state as it was. Live services and replay therefore agree
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from allot.core.accounts import parent_of
-from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
+from allot.core.accounts import ancestry, parent_of
+from allot.core.model import (
+    HOUR_NS,
+    AccountUsage,
+    IgnoredEvent,
+    JobRecord,
+    JobStatus,
+    NodeRecord,
+    State,
+    UnbilledRun,
+)
 from allot.proto.events import (
     AccountDefined,
     AccountRemoved,
@@ -33,6 +42,7 @@ from allot.proto.events import (
     NodeUncordoned,
     PlanComputed,
     StopRequested,
+    UsageCharged,
 )
 
 MAX_IGNORED_KEPT = 1000
@@ -114,8 +124,13 @@ def _node(state: State, node_id: str) -> NodeRecord:
     return node
 
 
-def _release(state: State, job: JobRecord) -> None:
-    """Give back the GPUs a job holds."""
+def _release(state: State, job: JobRecord, at: int) -> None:
+    """Give back the GPUs a job holds; its GPU time stops counting at ``at``."""
+    run = state.unbilled.get((job.job_id, job.attempts))
+    if run is not None and run.until_ns is None:
+        run.until_ns = max(at, run.from_ns)
+        if run.until_ns == run.from_ns:
+            del state.unbilled[(job.job_id, job.attempts)]
     node = state.nodes.get(job.node_id) if job.node_id else None
     if node is not None:
         for index in job.gpus:
@@ -124,15 +139,15 @@ def _release(state: State, job: JobRecord) -> None:
 
 
 def _end(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
-    _release(state, job)
+    _release(state, job, at)
     state.pending.pop(job.job_id, None)
     job.status = status
     job.ended_at = at
     job.end_reason = reason
 
 
-def _requeue(state: State, job: JobRecord, reason: str) -> None:
-    _release(state, job)
+def _requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
+    _release(state, job, at)
     job.status = JobStatus.PENDING
     job.node_id = None
     job.gpus = []
@@ -205,6 +220,13 @@ def _started(state: State, seq: int, e: JobStarted) -> None:
     job.status = JobStatus.RUNNING
     job.started_at = e.meta.at
     job.pid = e.pid
+    state.unbilled[(job.job_id, job.attempts)] = UnbilledRun(
+        account=job.spec.account,
+        gpus=len(job.gpus),
+        cpus=job.spec.cpus,
+        memory_mib=job.spec.memory_mib,
+        from_ns=e.meta.at,
+    )
     job.output_path = e.output_path
 
 
@@ -237,7 +259,7 @@ def _preempted(state: State, seq: int, e: JobPreempted) -> None:
     job = _job(state, e.job_id)
     if not job.status.holds_gpus:
         raise _Ignore(f"job {e.job_id} is {job.status}, nothing to preempt")
-    _release(state, job)
+    _release(state, job, e.meta.at)
     job.status = JobStatus.PREEMPTED
     job.gpus = []
 
@@ -246,7 +268,7 @@ def _requeued(state: State, seq: int, e: JobRequeued) -> None:
     job = _job(state, e.job_id)
     if job.status != JobStatus.PREEMPTED:
         raise _Ignore(f"job {e.job_id} is {job.status}, only preempted jobs are requeued")
-    _requeue(state, job, e.reason)
+    _requeue(state, job, e.meta.at, e.reason)
 
 
 # --- plans ------------------------------------------------------------------------------
@@ -297,13 +319,19 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
     node = state.nodes.get(e.node_id)
     if node is None:
         state.nodes[e.node_id] = NodeRecord(
-            node_id=e.node_id, hostname=e.hostname, gpus=list(e.gpus), registered_at=e.meta.at
+            node_id=e.node_id,
+            hostname=e.hostname,
+            gpus=list(e.gpus),
+            registered_at=e.meta.at,
+            cpus=e.cpus,
+            memory_mib=e.memory_mib,
         )
         return
     # A restarted agent: the node is back; what its jobs hold stays held until they end.
     # Health is not reset: only a health transition changes it.
     node.hostname = e.hostname
     node.gpus = list(e.gpus)
+    node.cpus, node.memory_mib = e.cpus, e.memory_mib
     node.registered_at = e.meta.at
     node.lost = False
 
@@ -321,7 +349,7 @@ def _lost(state: State, seq: int, e: NodeLost) -> None:
     for job_id in holders:
         job = state.jobs[job_id]
         if job.spec.resumable and not job.cancel_requested:
-            _requeue(state, job, f"node {e.node_id} lost")
+            _requeue(state, job, e.meta.at, f"node {e.node_id} lost")
         else:
             _end(state, job, JobStatus.LOST, e.meta.at, f"node {e.node_id} lost")
 
@@ -357,6 +385,25 @@ def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
     del state.accounts[e.path]
 
 
+def _charged(state: State, seq: int, e: UsageCharged) -> None:
+    key = (e.job_id, e.attempt)
+    run = state.unbilled.get(key)
+    if run is None or run.from_ns != e.from_ns:
+        raise _Ignore(f"{e.job_id} attempt {e.attempt} is not unbilled from {e.from_ns}")
+    if run.account != e.path or e.gpu_ms < 0 or e.to_ns <= e.from_ns:
+        raise _Ignore(f"charge for {e.job_id} does not match its run")
+    if run.until_ns is not None and e.to_ns > run.until_ns:
+        raise _Ignore(f"charge for {e.job_id} runs past the end of its attempt")
+    run.from_ns = e.to_ns
+    if run.until_ns is not None and run.from_ns >= run.until_ns:
+        del state.unbilled[key]
+    hour = e.to_ns // HOUR_NS
+    for account in ancestry(e.path):
+        usage = state.usage.setdefault(account, AccountUsage())
+        usage.total_gpu_ms += e.gpu_ms
+        usage.by_hour[hour] = usage.by_hour.get(hour, 0) + e.gpu_ms
+
+
 _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     JobSubmitted: _submitted,
     JobRejected: _rejected,
@@ -378,4 +425,5 @@ _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     AccountDefined: _account_defined,
     AccountUpdated: _account_defined,
     AccountRemoved: _account_removed,
+    UsageCharged: _charged,
 }

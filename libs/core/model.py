@@ -59,6 +59,8 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     hostname: str
     gpus: list[GpuInfo]
     registered_at: int
+    cpus: int = 0
+    memory_mib: int = 0
     healthy: bool = True
     lost: bool = False
     cordoned: bool = False
@@ -71,6 +73,28 @@ class NodeRecord(msgspec.Struct, kw_only=True):
 
     def free_gpus(self) -> list[int]:
         return [g.index for g in self.gpus if g.index not in self.allocated]
+
+
+HOUR_NS = 3600 * 10**9
+
+
+class UnbilledRun(msgspec.Struct, kw_only=True):
+    """GPU time of one job attempt that the ledger has not charged yet."""
+
+    account: str
+    gpus: int
+    cpus: int
+    memory_mib: int
+    from_ns: int  # charged up to here
+    until_ns: int | None = None  # when the attempt stopped holding GPUs; None while it runs
+
+
+class AccountUsage(msgspec.Struct, kw_only=True):
+    """What an account (with everything below it) was charged: in total, and per hour of
+    charge time, so fair share can decay or window it with any policy."""
+
+    total_gpu_ms: int = 0
+    by_hour: dict[int, int] = {}  # hour index (to_ns // HOUR_NS) -> GPU-ms charged
 
 
 class IgnoredEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +116,8 @@ class State:
         self.pending: dict[str, None] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
         self.accounts: dict[str, AccountSettings] = {}  # path -> settings
+        self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
+        self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.ignored: list[IgnoredEvent] = []
         self.last_plan_seq = 0
 

@@ -1,8 +1,13 @@
-"""Request/reply on ``allot.cmd.accounts.apply``.
+"""Request/reply on ``allot.cmd.accounts.apply``, and usage charging.
 
 Commands are handled one at a time, each against a state that has folded everything the
 ledger appended before, so two applies in a row never work from the same old tree. A file
 with any problem is refused whole and appends nothing.
+
+Charging follows ``allot.core.charging``: whenever the log has been read, and on a timer,
+the ledger appends ``UsageCharged`` for what is due. A charge's message id is its job
+attempt and start, and the fold ignores a charge that does not start where the last one
+ended, so retries and restarts never charge twice.
 """
 
 import argparse
@@ -17,8 +22,15 @@ from nats.aio.subscription import Subscription
 from allot.bus.eventlog import EventLog
 from allot.core import State
 from allot.core.accounts import AccountChange, changes_to_apply, read_tree
+from allot.core.charging import charges_due
 from allot.proto.commands import AccountsApplyReply, AccountsApplyRequest
-from allot.proto.events import AccountDefined, AccountEvent, AccountRemoved, AccountUpdated
+from allot.proto.events import (
+    AccountDefined,
+    AccountEvent,
+    AccountRemoved,
+    AccountUpdated,
+    UsageCharged,
+)
 from allot.proto.subjects import ACCOUNTS_APPLY, health
 from allot.services.replies import decode_error, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
@@ -27,19 +39,52 @@ log = logging.getLogger("allot.ledger")
 
 
 class Ledger:
-    def __init__(self, events: EventLog, clock: Clock | None = None):
+    def __init__(
+        self, events: EventLog, accounting_interval_s: float = 60.0, clock: Clock | None = None
+    ):
         self.events = events
+        self.interval_ns = int(accounting_interval_s * 1e9)
         self.clock = clock or Clock()
         self.state = State()
         self._subscriptions: list[Subscription] = []
         self._folded = asyncio.Condition()
+        self._charging = asyncio.Lock()
 
     async def run(self) -> None:
-        await follow_state(self.events, self.state, self._on_caught_up)
+        await asyncio.gather(
+            follow_state(self.events, self.state, self._on_caught_up), self._charge_on_time()
+        )
+
+    async def _charge_on_time(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.interval_ns / 4e9))
+            if self._subscriptions:  # the log has been read
+                await self.charge()
+
+    async def charge(self) -> None:
+        """Append every charge that is due now."""
+        async with self._charging:
+            for due in charges_due(self.state, self.clock.now(), self.interval_ns):
+                event = UsageCharged(
+                    meta=stamp("ledger", self.clock),
+                    path=due.account,
+                    job_id=due.job_id,
+                    attempt=due.attempt,
+                    from_ns=due.from_ns,
+                    to_ns=due.to_ns,
+                    gpu_ms=due.gpu_ms,
+                )
+                msg_id = f"usage:{due.job_id}:{due.attempt}:{due.from_ns}"
+                try:
+                    await self.events.append(event, msg_id=msg_id)
+                except Exception as error:  # due again on the next round
+                    log.warning("charge %s not stored: %s", msg_id, error)
+                    return
 
     async def _on_caught_up(self) -> None:
         async with self._folded:
             self._folded.notify_all()
+        await self.charge()
         if self._subscriptions:
             return
         nc = self.events.nc
@@ -105,4 +150,4 @@ def _change_id(basis: int, change: AccountChange) -> str:
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await Ledger(events).run()
+    await Ledger(events, accounting_interval_s=args.accounting_interval).run()

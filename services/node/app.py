@@ -52,6 +52,8 @@ class NodeAgent:
         node_id: str,
         gpus: list[GpuInfo],
         work_dir: Path,
+        cpus: int = 0,
+        memory_mib: int = 0,
         heartbeat_s: float = 1.0,
         stop_grace_s: float = 10.0,
         clock: Clock | None = None,
@@ -59,6 +61,8 @@ class NodeAgent:
         self.events = events
         self.node_id = node_id
         self.gpus = gpus
+        self.cpus = cpus
+        self.memory_mib = memory_mib
         self.work_dir = work_dir
         self.heartbeat_s = heartbeat_s
         self.stop_grace_s = stop_grace_s
@@ -82,6 +86,8 @@ class NodeAgent:
             node_id=self.node_id,
             hostname=socket.gethostname(),
             gpus=self.gpus,
+            cpus=self.cpus,
+            memory_mib=self.memory_mib,
         )
         await self.events.append(registered)
 
@@ -276,6 +282,8 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         node_id=args.node_id,
         gpus=simulated_gpus(args.gpus, args.gpu_model, args.gpu_memory_mib),
         work_dir=args.work_dir,
+        cpus=args.cpus,
+        memory_mib=args.memory_mib,
         heartbeat_s=args.heartbeat,
         stop_grace_s=args.stop_grace,
     )

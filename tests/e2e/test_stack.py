@@ -194,3 +194,20 @@ def test_the_cli_applies_and_shows_the_account_tree(stack: Stack, tmp_path: Path
     assert "no such account" in unknown.stderr
     known = allot("submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true")
     assert known.returncode == 0, known.stderr
+
+
+async def test_the_ledger_charges_a_finished_job_to_its_account_and_ancestors(
+    client: AsyncClient,
+) -> None:
+    reply = await client.submit(
+        JobSpec(account="lab/vision/alice", gpus=2, command=python("import time; time.sleep(1)"))
+    )
+    assert reply.job_id is not None
+    job = await client.wait(reply.job_id, timeout=20)
+    assert job.started_at is not None
+    assert job.ended_at is not None
+    state = await until(client, lambda s: not s.unbilled and "lab" in s.usage)
+    expected = 2 * ((job.ended_at - job.started_at) // 1_000_000)
+    for account in ("lab/vision/alice", "lab/vision", "lab"):
+        assert state.usage[account].total_gpu_ms == expected
+    assert 2000 <= expected < 4000
