@@ -8,7 +8,7 @@ one event into a ``State`` the caller owns; ``plan`` decides from a state and a 
 from allot.core.fold import apply, apply_record
 from allot.core.liveness import silent_nodes
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
-from allot.core.planner import POLICY_FIRST_FIT, Plan, Policy, plan, policy_hash
+from allot.core.planner import DEFAULT_POLICY, Plan, Policy, plan, policy_hash
 from allot.core.validate import (
     key_reused,
     known_submission,
@@ -17,7 +17,7 @@ from allot.core.validate import (
 )
 
 __all__ = [
-    "POLICY_FIRST_FIT",
+    "DEFAULT_POLICY",
     "IgnoredEvent",
     "JobRecord",
     "JobStatus",

@@ -1,8 +1,10 @@
 """Admission decisions: ``plan(state, now, policy) -> Plan``.
 
-The policy here is first-fit: pending jobs in submission order, each onto the first node
-(by id) with enough free GPUs, taking its lowest free indices. A job that does not fit does
-not block the ones behind it. Every job left waiting gets a stable reason code; a plan
+Order: pending jobs by their account's fair-share rank (``allot.core.fairshare``), lifted
+one rank per aging step waited up to a bound so nothing starves, then by submission, then
+by job id. Placement: first fit, each job onto the first node (by id) with enough free
+GPUs, taking its lowest free indices. A job that does not fit does not block the ones
+behind it. Every job left waiting gets a stable reason code; a plan
 carries only the reasons that changed since the log last stated them, so the folded state
 always knows why each job waits while plans stay small however long the queue is.
 """
@@ -11,8 +13,9 @@ import hashlib
 
 import msgspec
 
-from allot.core.model import JobRecord, State
-from allot.proto.events import Admission, PendingReason
+from allot.core.fairshare import FairSharePolicy, Standing, standings
+from allot.core.model import HOUR_NS, JobRecord, State
+from allot.proto.events import AccountRank, Admission, PendingReason
 
 # Reason codes: stable strings, part of the log's contract.
 NO_NODES = "NO_NODES"
@@ -22,15 +25,19 @@ NO_FIT = "NO_FIT"
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
     """The knobs of a planning policy; its content hash is recorded with every plan."""
 
-    name: str = "first-fit"
+    name: str = "fair-share-first-fit"
+    fair_share: FairSharePolicy = FairSharePolicy()
+    aging_step_ns: int = HOUR_NS  # each step waited lifts a job one rank...
+    aging_max_ranks: int = 24  # ...up to this many
 
 
-POLICY_FIRST_FIT = Policy()
+DEFAULT_POLICY = Policy()
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
     pending: list[PendingReason]  # new or changed reasons only
+    ranks: list[AccountRank] = []  # of the accounts with pending jobs; not a change by itself
 
     @property
     def empty(self) -> bool:
@@ -49,9 +56,10 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
         for node_id, node in sorted(state.nodes.items())
         if node.schedulable
     }
+    ranked = standings(state, now, policy.fair_share)
     admissions: list[Admission] = []
     pending: list[PendingReason] = []
-    for job in _queue(state):
+    for job in _queue(state, ranked, now, policy):
         need = job.spec.gpus
         node_id = next((n for n, gpus in free.items() if len(gpus) >= need), None)
         if node_id is None:
@@ -61,13 +69,28 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
             continue
         taken, free[node_id] = free[node_id][:need], free[node_id][need:]
         admissions.append(Admission(job_id=job.job_id, node_id=node_id, gpus=taken))
-    return Plan(admissions=admissions, pending=pending)
+    waiting_accounts = sorted({state.jobs[j].spec.account for j in state.pending})
+    ranks = [_rank(ranked[account]) for account in waiting_accounts]
+    return Plan(admissions=admissions, pending=pending, ranks=ranks)
 
 
-def _queue(state: State) -> list[JobRecord]:
-    jobs = [state.jobs[job_id] for job_id in state.pending]
-    jobs.sort(key=lambda j: (j.submitted_seq, j.job_id))
-    return jobs
+def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
+    def order(job: JobRecord) -> tuple[int, int, str]:
+        lift = min((now - job.submitted_at) // policy.aging_step_ns, policy.aging_max_ranks)
+        return (ranked[job.spec.account].rank - max(0, lift), job.submitted_seq, job.job_id)
+
+    return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
+
+
+def _rank(standing: Standing) -> AccountRank:
+    return AccountRank(
+        account=standing.account,
+        rank=standing.rank,
+        share_ppm=standing.share_ppm,
+        usage_ppm=standing.usage_ppm,
+        usage_gpu_ms=standing.usage_gpu_ms,
+        level_factor_ppm=standing.level_factor_ppm,
+    )
 
 
 def _why_waiting(job: JobRecord, free: dict[str, list[int]]) -> PendingReason:

@@ -8,7 +8,7 @@ import argparse
 import logging
 
 from allot.bus.eventlog import Conflict, EventLog
-from allot.core import POLICY_FIRST_FIT, Policy, State, plan, policy_hash
+from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
 from allot.proto.events import PlanComputed
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
@@ -17,7 +17,7 @@ log = logging.getLogger("allot.planner")
 
 class Planner:
     def __init__(
-        self, events: EventLog, policy: Policy = POLICY_FIRST_FIT, clock: Clock | None = None
+        self, events: EventLog, policy: Policy = DEFAULT_POLICY, clock: Clock | None = None
     ):
         self.events = events
         self.policy = policy
@@ -48,6 +48,7 @@ class Planner:
             code_version=self.code_version,
             admissions=decided.admissions,
             pending=decided.pending,
+            ranks=decided.ranks,
         )
         try:
             appended = await self.events.append(

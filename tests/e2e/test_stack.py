@@ -7,7 +7,7 @@ from pathlib import Path
 
 from allot.client import AsyncClient
 from allot.client.stack import Stack
-from allot.core import POLICY_FIRST_FIT, JobStatus, State, apply_record, plan, policy_hash
+from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, policy_hash
 from allot.proto.events import JobSpec, PlanComputed
 from tests.stack import gone, python, running, until
 
@@ -156,10 +156,11 @@ async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncCli
         for earlier in records[: recorded.basis_seq]:
             apply_record(state, earlier)
         assert state.seq == recorded.basis_seq
-        again = plan(state, recorded.now, POLICY_FIRST_FIT)
-        assert recorded.policy_hash == policy_hash(POLICY_FIRST_FIT)
+        again = plan(state, recorded.now, DEFAULT_POLICY)
+        assert recorded.policy_hash == policy_hash(DEFAULT_POLICY)
         assert again.admissions == recorded.admissions
         assert again.pending == recorded.pending
+        assert again.ranks == recorded.ranks
 
 
 def test_the_cli_applies_and_shows_the_account_tree(stack: Stack, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.bus.codec import decode, encode
-from allot.core import POLICY_FIRST_FIT, JobStatus, State, apply, apply_record, plan
+from allot.core import DEFAULT_POLICY, JobStatus, State, apply, apply_record, plan
 from allot.proto.events import (
     Event,
     JobCancelled,
@@ -223,7 +223,7 @@ def test_any_event_sequence_folds_and_replays_from_the_wire_identically(
 def test_planning_leaves_the_state_as_it_was(sequence: list[Event]) -> None:
     state = fold(*sequence)
     before = msgspec.json.encode(view(state))
-    plan(state, now=1, policy=POLICY_FIRST_FIT)
+    plan(state, now=1, policy=DEFAULT_POLICY)
     assert msgspec.json.encode(view(state)) == before
 
 

@@ -2,8 +2,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allot.core import POLICY_FIRST_FIT, Policy, apply, plan, policy_hash
-from allot.proto.events import Admission, PendingReason
+from allot.core import DEFAULT_POLICY, Policy, apply, plan, policy_hash
+from allot.proto.events import Admission, Event, PendingReason, UsageCharged
 from tests import builders as b
 from tests.builders import fold
 
@@ -16,7 +16,7 @@ def test_first_fit_takes_the_first_node_with_room_and_its_lowest_gpus() -> None:
         b.submitted("b", 2),
         b.submitted("c", 8),
     )
-    decided = plan(state, now=5, policy=POLICY_FIRST_FIT)
+    decided = plan(state, now=5, policy=DEFAULT_POLICY)
     assert decided.admissions == [
         Admission(job_id="a", node_id="n1", gpus=[0, 1, 2]),
         Admission(job_id="b", node_id="n2", gpus=[0, 1]),
@@ -26,35 +26,35 @@ def test_first_fit_takes_the_first_node_with_room_and_its_lowest_gpus() -> None:
 
 def test_a_job_that_does_not_fit_does_not_block_smaller_ones_behind_it() -> None:
     state = fold(b.node("n1", 4), b.submitted("big", 8), b.submitted("small", 1))
-    decided = plan(state, now=5, policy=POLICY_FIRST_FIT)
+    decided = plan(state, now=5, policy=DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["small"]
 
 
 def test_without_nodes_every_job_waits_for_nodes() -> None:
-    decided = plan(fold(b.submitted("a")), now=5, policy=POLICY_FIRST_FIT)
+    decided = plan(fold(b.submitted("a")), now=5, policy=DEFAULT_POLICY)
     assert decided.pending == [PendingReason(job_id="a", code="NO_NODES")]
 
 
 def test_lost_nodes_get_nothing() -> None:
     state = fold(b.node("n1"), b.lost("n1"), b.submitted("a"))
-    assert plan(state, now=5, policy=POLICY_FIRST_FIT).admissions == []
+    assert plan(state, now=5, policy=DEFAULT_POLICY).admissions == []
 
 
 def test_a_plan_states_only_reasons_that_changed() -> None:
     state = fold(b.node("n1", 1), b.submitted("a", 2), b.submitted("b", 1))
-    decided = plan(state, now=5, policy=POLICY_FIRST_FIT)
+    decided = plan(state, now=5, policy=DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["b"]
     assert decided.pending == [PendingReason(job_id="a", code="NO_FIT", params={"need": 2})]
     apply(state, 4, msgspec.structs.replace(b.plan(("b", "n1", [0])), pending=decided.pending))
 
-    assert plan(state, now=6, policy=POLICY_FIRST_FIT).empty
+    assert plan(state, now=6, policy=DEFAULT_POLICY).empty
     apply(state, 5, b.lost("n1"))
-    again = plan(state, now=7, policy=POLICY_FIRST_FIT)
+    again = plan(state, now=7, policy=DEFAULT_POLICY)
     assert again.pending == [PendingReason(job_id="a", code="NO_NODES")]
 
 
 def test_the_policy_hash_follows_the_content() -> None:
-    assert policy_hash(Policy()) == policy_hash(Policy(name="first-fit"))
+    assert policy_hash(Policy()) == policy_hash(Policy(name=DEFAULT_POLICY.name))
     assert policy_hash(Policy()) != policy_hash(Policy(name="other"))
 
 
@@ -69,7 +69,7 @@ def test_no_gpu_is_assigned_twice_and_the_plan_ignores_input_order(
     node_events = [b.node(f"n{i}", g) for i, g in enumerate(nodes)]
     job_events = [b.submitted(f"j{i}", g) for i, g in enumerate(jobs)]
     state = fold(*node_events, *job_events)
-    decided = plan(state, now=1, policy=POLICY_FIRST_FIT)
+    decided = plan(state, now=1, policy=DEFAULT_POLICY)
 
     taken = [(a.node_id, g) for a in decided.admissions for g in a.gpus]
     assert len(taken) == len(set(taken))
@@ -82,5 +82,62 @@ def test_no_gpu_is_assigned_twice_and_the_plan_ignores_input_order(
     # Registering nodes in another order gives byte-identical decisions.
     shuffled = list(node_events)
     order.shuffle(shuffled)
-    again = plan(fold(*shuffled, *job_events), now=1, policy=POLICY_FIRST_FIT)
+    again = plan(fold(*shuffled, *job_events), now=1, policy=DEFAULT_POLICY)
     assert msgspec.json.encode(again) == msgspec.json.encode(decided)
+
+
+def charge(account: str, job_id: str, gpu_ms: int) -> list[Event]:
+    """A job of ``account`` that ran on n1 and was charged ``gpu_ms``."""
+    spec = msgspec.structs.replace(b.spec(), account=account)
+    return [
+        msgspec.structs.replace(b.submitted(job_id), spec=spec),
+        b.plan((job_id, "n1", [0])),
+        b.started(job_id, "n1", [0]),  # at 1000
+        UsageCharged(
+            meta=b.meta(),
+            path=account,
+            job_id=job_id,
+            attempt=0,
+            from_ns=1000,
+            to_ns=2000,
+            gpu_ms=gpu_ms,
+        ),
+        b.exited(job_id, "n1"),
+    ]
+
+
+def test_the_account_furthest_below_its_share_goes_first() -> None:
+    history = [*charge("heavy", "h0", 10_000), *charge("light", "l0", 10)]
+    heavy_job = msgspec.structs.replace(
+        b.submitted("h1"), spec=msgspec.structs.replace(b.spec(), account="heavy")
+    )
+    light_job = msgspec.structs.replace(
+        b.submitted("l1"), spec=msgspec.structs.replace(b.spec(), account="light")
+    )
+    state = fold(b.node("n1", 1), *history, heavy_job, light_job)
+    assert state.usage["heavy"].total_gpu_ms == 10_000
+    decided = plan(state, now=2000, policy=DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["l1"]  # submitted later, ranked first
+    assert [(r.account, r.rank) for r in decided.ranks] == [("heavy", 2), ("light", 1)]
+    rank = decided.ranks[0]
+    assert (rank.share_ppm, rank.usage_gpu_ms) == (500_000, 10_000)
+
+
+def test_waiting_lifts_a_job_by_a_bounded_number_of_ranks() -> None:
+    accounts = [f"t{i}" for i in range(5)]
+    history = [e for i, a in enumerate(accounts) for e in charge(a, f"old{i}", 10 ** (i + 1))]
+
+    def job(account: str, at: int) -> Event:
+        event = b.submitted(f"new-{account}")
+        spec = msgspec.structs.replace(b.spec(), account=account)
+        return msgspec.structs.replace(
+            event, spec=spec, meta=msgspec.structs.replace(event.meta, at=at)
+        )
+
+    # t4 used the most (rank 5), but its job has waited far longer than 3 aging steps:
+    # it is lifted 3 ranks, no more, to rank 2, behind t1's earlier submission.
+    jobs = [job(a, at=100_000) for a in accounts[:4]] + [job("t4", at=0)]
+    state = fold(b.node("n1", 1), *history, b.lost("n1"), *jobs)
+    policy = Policy(aging_step_ns=100, aging_max_ranks=3)
+    order = [r.job_id for r in plan(state, 100_000, policy).pending]
+    assert order == ["new-t0", "new-t1", "new-t4", "new-t2", "new-t3"]

@@ -1,0 +1,129 @@
+"""Hierarchical fair share in the manner of Slurm's Fair Tree.
+
+1. Usage decays: a GPU-millisecond charged one half-life ago counts half (or, in the
+   sliding-window variant, usage counts fully inside the window and not at all outside).
+   Decay is computed in integers, halving per whole half-life and interpolating linearly
+   inside one, so every machine folds the same numbers.
+2. Among siblings, an account's level factor is its share (weight / sum of sibling weights)
+   divided by its usage (its decayed usage / the siblings' total). An account with no usage
+   yet comes first. Factors are exact fractions.
+3. The tree is walked depth first, siblings in order of level factor (then path), so every
+   account below a higher-ranked sibling ranks above every account below a lower one.
+   Rank 1 is served first.
+
+Accounts come from the declared tree, plus any account (and its ancestors) that jobs or
+charges name, with weight 1.
+"""
+
+from fractions import Fraction
+
+import msgspec
+
+from allot.core.accounts import ancestry, parent_of
+from allot.core.model import HOUR_NS, AccountUsage, State
+
+DAY_NS = 24 * HOUR_NS
+_PPM = 1_000_000
+
+
+class FairSharePolicy(msgspec.Struct, frozen=True, kw_only=True):
+    half_life_ns: int = 7 * DAY_NS
+    window_ns: int | None = None  # set: the sliding-window variant instead of decay
+
+
+class Standing(msgspec.Struct, frozen=True, kw_only=True):
+    """The numbers behind an account's rank."""
+
+    account: str
+    rank: int
+    weight: int
+    share: Fraction
+    usage_gpu_ms: int  # decayed (or windowed) usage, including everything below it
+    usage_fraction: Fraction  # among its siblings
+    level_factor: Fraction | None  # share / usage fraction; None: no usage, ranks first
+
+    @property
+    def share_ppm(self) -> int:
+        return int(self.share * _PPM)
+
+    @property
+    def usage_ppm(self) -> int:
+        return int(self.usage_fraction * _PPM)
+
+    @property
+    def level_factor_ppm(self) -> int | None:
+        return None if self.level_factor is None else int(self.level_factor * _PPM)
+
+
+def decayed(gpu_ms: int, age_ns: int, half_life_ns: int) -> int:
+    """``gpu_ms`` charged ``age_ns`` ago, halved per half-life (linear within one)."""
+    if age_ns <= 0:
+        return gpu_ms
+    halvings, into = divmod(age_ns, half_life_ns)
+    if halvings >= 63:
+        return 0
+    start = gpu_ms >> halvings
+    return start - (start - (start >> 1)) * into // half_life_ns
+
+
+def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
+    """An account's usage as fair share counts it at ``now``."""
+    total = 0
+    for hour, gpu_ms in sorted(usage.by_hour.items()):
+        charged_at = (hour + 1) * HOUR_NS  # the end of the hour the charge fell in
+        age = max(0, now - charged_at)
+        if policy.window_ns is not None:
+            total += gpu_ms if age < policy.window_ns else 0
+        else:
+            total += decayed(gpu_ms, age, policy.half_life_ns)
+    return total
+
+
+def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
+    """Every account's rank and the numbers behind it."""
+    weights = _tree(state)
+    children: dict[str | None, list[str]] = {}
+    for path in sorted(weights):
+        children.setdefault(parent_of(path), []).append(path)
+    usage = {
+        path: usage_at(state.usage[path], now, policy) if path in state.usage else 0
+        for path in weights
+    }
+    result: dict[str, Standing] = {}
+
+    def visit(parent: str | None) -> None:
+        siblings = children.get(parent, [])
+        total_weight = sum(weights[p] for p in siblings)
+        total_usage = sum(usage[p] for p in siblings)
+        rows = []
+        for path in siblings:
+            share = Fraction(weights[path], total_weight)
+            used = Fraction(usage[path], total_usage) if total_usage else Fraction(0)
+            factor = share / used if used else None
+            rows.append((path, share, used, factor))
+        # Unused accounts first (by share, largest first); then by level factor, highest first.
+        rows.sort(key=lambda r: (r[3] is not None, -(r[3] or 0), -r[1], r[0]))
+        for path, share, used, factor in rows:
+            result[path] = Standing(
+                account=path,
+                rank=len(result) + 1,
+                weight=weights[path],
+                share=share,
+                usage_gpu_ms=usage[path],
+                usage_fraction=used,
+                level_factor=factor,
+            )
+            visit(path)
+
+    visit(None)
+    return result
+
+
+def _tree(state: State) -> dict[str, int]:
+    """Path -> weight for the declared accounts and every account jobs or charges name."""
+    weights = {path: settings.weight for path, settings in state.accounts.items()}
+    named = [job.spec.account for job in state.jobs.values()] + list(state.usage)
+    for account in named:
+        for path in ancestry(account):
+            weights.setdefault(path, 1)
+    return weights
