@@ -222,6 +222,12 @@ async def cmd_up(args: argparse.Namespace) -> int:
     return await up(args)
 
 
+async def cmd_bench_ledger(args: argparse.Namespace) -> int:
+    from allot.client.bench_ledger import bench_ledger
+
+    return bench_ledger(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -313,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     tail.set_defaults(handler=cmd_log_tail)
     tail.add_argument("-n", type=int, default=20, help="how many events (default 20)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
+
+    ledger = add("bench-ledger", cmd_bench_ledger, "measure the ledger's fold and ranking speed")
+    ledger.add_argument("--events", type=int, default=200_000, help="events in the synthetic log")
+    ledger.add_argument("--teams", type=int, default=64, help="leaf accounts")
+    ledger.add_argument("--seed", type=int, default=1)
+    ledger.add_argument("--repeat", type=int, default=3)
 
     bench = add("bench", cmd_bench, "measure submit-to-start latency and intake throughput")
     bench.add_argument(

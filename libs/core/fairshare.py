@@ -122,8 +122,7 @@ def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Stan
 def _tree(state: State) -> dict[str, int]:
     """Path -> weight for the declared accounts and every account jobs or charges name."""
     weights = {path: settings.weight for path, settings in state.accounts.items()}
-    named = [job.spec.account for job in state.jobs.values()] + list(state.usage)
-    for account in named:
+    for account in [*state.job_accounts, *state.usage]:
         for path in ancestry(account):
             weights.setdefault(path, 1)
     return weights

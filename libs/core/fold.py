@@ -106,6 +106,7 @@ def _tag_of(event_type: type[Event]) -> str:
 
 def _ignore(state: State, seq: int, type_name: str, reason: str) -> None:
     state.ignored.append(IgnoredEvent(seq=seq, type=type_name, reason=reason))
+    state.ignored_count += 1
     if len(state.ignored) > MAX_IGNORED_KEPT:
         del state.ignored[: len(state.ignored) - MAX_IGNORED_KEPT]
 
@@ -175,6 +176,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         idempotency_key=e.idempotency_key,
     )
     state.pending[e.job_id] = None
+    state.job_accounts[e.spec.account] = None
     if e.idempotency_key is not None:
         state.idempotency[(e.spec.account, e.idempotency_key)] = e.job_id
 

@@ -116,9 +116,11 @@ class State:
         self.pending: dict[str, None] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
         self.accounts: dict[str, AccountSettings] = {}  # path -> settings
+        self.job_accounts: dict[str, None] = {}  # every account a job was submitted to
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
-        self.ignored: list[IgnoredEvent] = []
+        self.ignored: list[IgnoredEvent] = []  # the latest ones
+        self.ignored_count = 0  # all of them
         self.last_plan_seq = 0
 
     def largest_node_gpus(self) -> int:

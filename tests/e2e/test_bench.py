@@ -3,28 +3,34 @@ import subprocess
 import sys
 
 
-def test_the_benchmark_runs_and_reports_its_figures() -> None:
+def run(*args: str) -> dict[str, object]:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "allot.client.cli",
-            "bench",
-            "--jobs",
-            "5",
-            "--burst",
-            "50",
-            "--json",
-        ],
+        [sys.executable, "-m", "allot.client.cli", *args, "--json"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
+    report = run("bench", "--jobs", "5", "--burst", "50")
     latency, intake = report["submit_to_start_ms"], report["intake"]
+    assert isinstance(latency, dict)
+    assert isinstance(intake, dict)
     assert latency["jobs"] == 5
     assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
     assert intake["submissions"] == 50
     assert intake["per_second"] > 0
     assert intake["plans"] >= 1
+
+
+def test_the_ledger_benchmark_is_reproducible_from_its_seed() -> None:
+    first = run("bench-ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
+    again = run("bench-ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
+    assert first["events"] == again["events"] == 5000
+    assert (first["jobs"], first["accounts"]) == (again["jobs"], again["accounts"])
+    assert isinstance(first["fold_events_per_s"], float)
+    assert first["fold_events_per_s"] > 0

@@ -135,3 +135,31 @@ def test_charges_to_children_add_up_to_the_parent(charges: list[tuple[str, int]]
     assert usage.get("lab", 0) == usage.get("lab/a", 0) + usage.get("lab/b", 0)
     assert usage.get("lab/b", 0) >= usage.get("lab/b/x", 0)
     assert sum(amount for _, amount in charges) == usage.get("lab", 0) + usage.get("ops", 0)
+
+
+def ledger_view(state: State) -> bytes:
+    return msgspec.json.encode(
+        [
+            sorted(state.accounts.items()),
+            sorted((a, u.total_gpu_ms, sorted(u.by_hour.items())) for a, u in state.usage.items()),
+            sorted(state.unbilled.items()),
+        ]
+    )
+
+
+def test_replaying_the_log_gives_the_same_ledger_and_redelivery_charges_nothing_twice() -> None:
+    from allot.bus.codec import decode, encode
+    from allot.client.bench_ledger import synthetic_log
+
+    log = synthetic_log(3000, teams=8, seed=7)
+    first = fold(*log)
+    assert first.usage
+    assert first.ignored_count == 0
+    replayed = fold(*(decode(encode(e)) for e in log))
+    assert ledger_view(replayed) == ledger_view(first)
+    # Every charge delivered twice (a consumer that crashed before acking it).
+    doubled = [x for e in log for x in ([e, e] if isinstance(e, UsageCharged) else [e])]
+    redelivered = fold(*doubled)
+    assert ledger_view(redelivered) == ledger_view(first)
+    assert redelivered.ignored_count == sum(isinstance(e, UsageCharged) for e in log)
+    assert {i.type for i in redelivered.ignored} == {"UsageCharged"}
