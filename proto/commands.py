@@ -53,3 +53,21 @@ class AccountsApplyReply(msgspec.Struct, frozen=True, kw_only=True):
     updated: list[str] = []
     removed: list[str] = []
     errors: list[FieldError] = []
+
+
+class BudgetGrantRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A budget for an account: ``gpu_hours`` per ``period``, or a ``share`` (0..1) of the
+    cluster's GPU time per period. Durations are written as in files: ``7d``, ``12h``."""
+
+    account: str
+    period: str = "7d"
+    gpu_hours: float | None = None
+    share: float | None = None
+
+
+class BudgetGrantReply(msgspec.Struct, frozen=True, kw_only=True):
+    account: str = ""
+    gpu_ms: int = 0
+    period_ns: int = 0
+    seq: int | None = None
+    errors: list[FieldError] = []

@@ -59,6 +59,7 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     workdir: str | None = None
     cpus: int = 0  # requested CPUs; with memory, makes the charge DRF-weighted (R10)
     memory_mib: int = 0
+    min_runtime_ns: int = 0  # > 0 and a budget left: the job is funded (R8, R13)
 
 
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
@@ -137,6 +138,7 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     node_id: str
     gpus: list[int]
+    funded: bool = False  # unfunded work runs on idle capacity and may be preempted (R8)
 
 
 class PendingReason(msgspec.Struct, frozen=True, kw_only=True):
@@ -247,6 +249,24 @@ class AccountRemoved(AccountEvent, frozen=True, kw_only=True, tag="AccountRemove
     """The account is gone; it had no pending or running jobs."""
 
 
+class BudgetGranted(AccountEvent, frozen=True, kw_only=True, tag="BudgetGranted"):
+    """GPU time the account (with everything below it) may use per period, from
+    ``starts_at`` on; it replaces any earlier grant to the account."""
+
+    gpu_ms: int
+    period_ns: int
+    starts_at: int
+    share_ppm: int | None = None  # set when granted as a share of cluster time
+
+
+class BudgetExhausted(AccountEvent, frozen=True, kw_only=True, tag="BudgetExhausted"):
+    """The account used its budget for the period; its new work runs unfunded."""
+
+    period: int  # periods since the grant's start, from 0
+    used_gpu_ms: int
+    budget_gpu_ms: int
+
+
 class UsageCharged(AccountEvent, frozen=True, kw_only=True, tag="UsageCharged"):
     """GPU time of one job attempt from ``from_ns`` to ``to_ns``, charged to the account
     (``path``) and all its ancestors. ``gpu_ms`` is DRF-weighted: the job's dominant share
@@ -281,6 +301,8 @@ AnyEvent = (
     | AccountUpdated
     | AccountRemoved
     | UsageCharged
+    | BudgetGranted
+    | BudgetExhausted
 )
 
 EVENT_TYPES: Final[tuple[type[Event], ...]] = (
@@ -305,4 +327,6 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     AccountUpdated,
     AccountRemoved,
     UsageCharged,
+    BudgetGranted,
+    BudgetExhausted,
 )

@@ -14,6 +14,8 @@ import msgspec
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
+    BudgetGrantReply,
+    BudgetGrantRequest,
     CancelReply,
     CancelRequest,
     SubmitReply,
@@ -34,6 +36,8 @@ def render() -> dict[str, str]:
         "cancel-reply.json": msgspec.json.schema(CancelReply),
         "accounts-apply-request.json": msgspec.json.schema(AccountsApplyRequest),
         "accounts-apply-reply.json": msgspec.json.schema(AccountsApplyReply),
+        "budget-grant-request.json": msgspec.json.schema(BudgetGrantRequest),
+        "budget-grant-reply.json": msgspec.json.schema(BudgetGrantReply),
     }
     return {
         name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()

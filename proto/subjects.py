@@ -18,6 +18,7 @@ ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 SUBMIT: Final = "allot.cmd.submit"
 CANCEL: Final = "allot.cmd.cancel"
 ACCOUNTS_APPLY: Final = "allot.cmd.accounts.apply"
+BUDGET_GRANT: Final = "allot.cmd.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"
 
 # A token of a subject: no dots, wildcards or whitespace.

@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,3 +47,14 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def cli(url: str, *args: str) -> "subprocess.CompletedProcess[str]":
+    """Run the ``allot`` command line against the stack at ``url``."""
+    return subprocess.run(
+        [sys.executable, "-m", "allot.client.cli", *args],
+        env={**os.environ, "ALLOT_NATS_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

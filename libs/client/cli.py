@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 import tomllib
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -15,6 +16,9 @@ import msgspec
 
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
+from allot.core.accounts import parse_duration
+from allot.core.budgets import MS_PER_HOUR
+from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import JobSpec
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -64,6 +68,11 @@ async def cmd_submit(args: argparse.Namespace) -> int:
             print(f"allot: --env {item!r}: expected NAME=VALUE", file=sys.stderr)
             return 2
         env[name] = value
+    try:
+        min_runtime_ns = parse_duration(args.min_runtime) if args.min_runtime else 0
+    except ValueError as error:
+        print(f"allot: --min-runtime: {error}", file=sys.stderr)
+        return 2
     spec = JobSpec(
         account=args.account,
         gpus=args.gpus,
@@ -72,6 +81,9 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         resumable=args.resumable,
         env=env,
         workdir=args.workdir,
+        cpus=args.cpus,
+        memory_mib=args.memory_mib,
+        min_runtime_ns=min_runtime_ns,
     )
     async with await connect(args) as client:
         try:
@@ -182,6 +194,34 @@ def report_refusal(error: CommandError, headline: str) -> None:
         print(f"  {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
 
 
+async def cmd_budget_grant(args: argparse.Namespace) -> int:
+    request = BudgetGrantRequest(
+        account=args.account, period=args.period, gpu_hours=args.gpu_hours, share=args.share
+    )
+    async with await connect(args) as client:
+        try:
+            reply = await client.grant_budget(request)
+        except CommandError as error:
+            report_refusal(error, "grant refused, nothing changed")
+            return 2
+    text = f"{reply.account}: {reply.gpu_ms / MS_PER_HOUR:g} GPU-hours per {args.period}, from now"
+    emit(args, msgspec.to_builtins(reply), text)
+    return 0
+
+
+async def cmd_budget_show(args: argparse.Namespace) -> int:
+    try:
+        window_ns = parse_duration(args.window)
+    except ValueError as error:
+        print(f"allot: --window: {error}", file=sys.stderr)
+        return 2
+    async with await connect(args) as client:
+        state = await client.state()
+    rows = render.budget_rows(state, time.time_ns(), window_ns)
+    emit(args, rows, render.budget_table(rows))
+    return 0
+
+
 async def cmd_log_tail(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
         records = await client.tail(args.n)
@@ -280,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--workdir", help="working directory of the job (default: its job directory)"
     )
+    submit.add_argument("--cpus", type=int, default=0, help="CPUs the job needs (DRF charging)")
+    submit.add_argument("--memory-mib", type=int, default=0, help="memory the job needs")
+    submit.add_argument(
+        "--min-runtime", help="e.g. 30m: protected this long; with a budget left, funded"
+    )
     submit.add_argument(
         "--wait", action="store_true", help="follow the job and exit with its exit code"
     )
@@ -312,6 +357,25 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("file", help='a TOML file of [accounts."PATH"] tables')
     show = accounts_sub.add_parser("show", parents=[common], help="the account tree")
     show.set_defaults(handler=cmd_accounts_show)
+
+    budget_cmd = commands.add_parser("budget", help="budgets of GPU time and fair share")
+    budget_sub = budget_cmd.add_subparsers(dest="budget_command", required=True)
+    grant = budget_sub.add_parser(
+        "grant", parents=[common], help="grant an account GPU time per period"
+    )
+    grant.set_defaults(handler=cmd_budget_grant)
+    grant.add_argument("account")
+    amount = grant.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--gpu-hours", type=float, help="GPU-hours per period")
+    amount.add_argument("--share", type=float, help="a fraction (0..1] of the cluster's GPU time")
+    grant.add_argument("--period", default="7d", help="e.g. 7d (default), 30d, 12h")
+    budget_show = budget_sub.add_parser(
+        "show",
+        parents=[common],
+        help="the tree: share, usage, fair-share factor, rank, budget left",
+    )
+    budget_show.set_defaults(handler=cmd_budget_show)
+    budget_show.add_argument("--window", default="7d", help="usage over this window (default 7d)")
 
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)

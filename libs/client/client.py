@@ -21,6 +21,8 @@ from allot.core import JobRecord, State, apply_record
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
+    BudgetGrantReply,
+    BudgetGrantRequest,
     CancelReply,
     CancelRequest,
     FieldError,
@@ -28,9 +30,9 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
-from allot.proto.subjects import ACCOUNTS_APPLY, CANCEL, SUBMIT, health
+from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, CANCEL, SUBMIT, health
 
-R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply)
+R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply)
 
 
 class CommandError(Exception):
@@ -87,6 +89,14 @@ class AsyncClient:
         """Make the account tree equal to ``accounts`` (path -> settings as in a file)."""
         payload = msgspec.json.encode(AccountsApplyRequest(accounts=accounts))
         reply = await self._request(ACCOUNTS_APPLY, payload, AccountsApplyReply, timeout, 3)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def grant_budget(self, request: BudgetGrantRequest) -> BudgetGrantReply:
+        payload = msgspec.json.encode(request)
+        # Not retried: a grant has no natural id, and a lost reply is visible in the log.
+        reply = await self._request(BUDGET_GRANT, payload, BudgetGrantReply, 10.0, 1)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply

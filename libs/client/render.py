@@ -6,7 +6,9 @@ from typing import Any
 
 import msgspec
 
-from allot.core import JobRecord, NodeRecord, State
+from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State
+from allot.core.budgets import MS_PER_HOUR
+from allot.core.fairshare import FairSharePolicy, standings
 from allot.proto.events import PendingReason
 
 
@@ -127,3 +129,46 @@ def accounts_table(state: State) -> str:
         wait = "-" if settings.max_wait_ns is None else f"{settings.max_wait_ns // 10**9}s"
         rows.append([name, path, settings.weight, quota, wait])
     return table(["ACCOUNT", "PATH", "WEIGHT", "QUOTA", "MAX WAIT"], rows)
+
+
+def budget_rows(state: State, now: int, window_ns: int) -> list[dict[str, Any]]:
+    """Per account: its share among siblings, usage in the window, fair-share level factor
+    and rank (decayed usage, the planner's policy), and budget left this period."""
+    ranked = standings(state, now, DEFAULT_POLICY.fair_share)
+    windowed = standings(state, now, FairSharePolicy(window_ns=window_ns))
+    rows = []
+    for path, standing in sorted(ranked.items(), key=lambda item: item[1].rank):
+        budget = state.budgets.get(path)
+        factor = standing.level_factor
+        rows.append(
+            {
+                "account": path,
+                "rank": standing.rank,
+                "weight": standing.weight,
+                "share": float(standing.share),
+                "usage_gpu_hours_in_window": windowed[path].usage_gpu_ms / MS_PER_HOUR,
+                "decayed_usage_gpu_hours": standing.usage_gpu_ms / MS_PER_HOUR,
+                "level_factor": None if factor is None else float(factor),
+                "budget_gpu_hours": None if budget is None else budget.gpu_ms / MS_PER_HOUR,
+                "budget_left_gpu_hours": None if budget is None else budget.left(now) / MS_PER_HOUR,
+            }
+        )
+    return rows
+
+
+def budget_table(rows: list[dict[str, Any]]) -> str:
+    def hours(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    lines = [
+        [
+            "  " * row["account"].count("/") + row["account"].rsplit("/", 1)[-1],
+            row["rank"],
+            f"{row['share']:.1%}",
+            hours(row["usage_gpu_hours_in_window"]),
+            "new" if row["level_factor"] is None else f"{row['level_factor']:.3f}",
+            hours(row["budget_left_gpu_hours"]),
+        ]
+        for row in rows
+    ]
+    return table(["ACCOUNT", "RANK", "SHARE", "USED GPU-H", "FACTOR", "BUDGET LEFT GPU-H"], lines)

@@ -12,6 +12,7 @@ from allot.core.accounts import ancestry, parent_of
 from allot.core.model import (
     HOUR_NS,
     AccountUsage,
+    Budget,
     IgnoredEvent,
     JobRecord,
     JobStatus,
@@ -24,6 +25,8 @@ from allot.proto.events import (
     AccountRemoved,
     AccountUpdated,
     Admission,
+    BudgetExhausted,
+    BudgetGranted,
     Event,
     JobCancelled,
     JobCancelRequested,
@@ -404,6 +407,23 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
         usage = state.usage.setdefault(account, AccountUsage())
         usage.total_gpu_ms += e.gpu_ms
         usage.by_hour[hour] = usage.by_hour.get(hour, 0) + e.gpu_ms
+        budget = state.budgets.get(account)
+        period = None if budget is None else budget.period_at(e.to_ns)
+        if budget is not None and period is not None:
+            budget.used[period] = budget.used.get(period, 0) + e.gpu_ms
+
+
+def _granted(state: State, seq: int, e: BudgetGranted) -> None:
+    if e.gpu_ms < 0 or e.period_ns <= 0:
+        raise _Ignore(f"budget for {e.path} is not a positive amount per period")
+    state.budgets[e.path] = Budget(gpu_ms=e.gpu_ms, period_ns=e.period_ns, starts_at=e.starts_at)
+
+
+def _exhausted(state: State, seq: int, e: BudgetExhausted) -> None:
+    budget = state.budgets.get(e.path)
+    if budget is None:
+        raise _Ignore(f"account {e.path} has no budget")
+    budget.exhausted[e.period] = None
 
 
 _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
@@ -428,4 +448,6 @@ _HANDLERS: dict[type[Event], Callable[[State, int, Any], None]] = {
     AccountUpdated: _account_defined,
     AccountRemoved: _account_removed,
     UsageCharged: _charged,
+    BudgetGranted: _granted,
+    BudgetExhausted: _exhausted,
 }

@@ -97,6 +97,23 @@ class AccountUsage(msgspec.Struct, kw_only=True):
     by_hour: dict[int, int] = {}  # hour index (to_ns // HOUR_NS) -> GPU-ms charged
 
 
+class Budget(msgspec.Struct, kw_only=True):
+    """GPU time an account may use per period, and what it used in each period."""
+
+    gpu_ms: int
+    period_ns: int
+    starts_at: int
+    used: dict[int, int] = {}  # period (from 0 at starts_at) -> GPU-ms charged in it
+    exhausted: dict[int, None] = {}  # periods the ledger announced as used up
+
+    def period_at(self, at: int) -> int | None:
+        return None if at < self.starts_at else (at - self.starts_at) // self.period_ns
+
+    def left(self, at: int) -> int:
+        period = self.period_at(at)
+        return 0 if period is None else self.gpu_ms - self.used.get(period, 0)
+
+
 class IgnoredEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event the fold could not apply to the state it met, and why."""
 
@@ -119,6 +136,7 @@ class State:
         self.job_accounts: dict[str, None] = {}  # every account a job was submitted to
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
+        self.budgets: dict[str, Budget] = {}  # account path -> its current grant
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0

@@ -13,6 +13,7 @@ import hashlib
 
 import msgspec
 
+from allot.core.budgets import funded
 from allot.core.fairshare import FairSharePolicy, Standing, standings
 from allot.core.model import HOUR_NS, JobRecord, State
 from allot.proto.events import AccountRank, Admission, PendingReason
@@ -68,7 +69,14 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
                 pending.append(reason)
             continue
         taken, free[node_id] = free[node_id][:need], free[node_id][need:]
-        admissions.append(Admission(job_id=job.job_id, node_id=node_id, gpus=taken))
+        admissions.append(
+            Admission(
+                job_id=job.job_id,
+                node_id=node_id,
+                gpus=taken,
+                funded=funded(state, job.spec, now),
+            )
+        )
     waiting_accounts = sorted({state.jobs[j].spec.account for j in state.pending})
     ranks = [_rank(ranked[account]) for account in waiting_accounts]
     return Plan(admissions=admissions, pending=pending, ranks=ranks)

@@ -10,6 +10,7 @@ ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,6
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 128
 MAX_KEY = 256
+MAX_MIN_RUNTIME_NS = 8 * 3600 * 10**9  # the runtime contract's cap (R13)
 
 
 def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
@@ -40,6 +41,10 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             spec.gpus,
             f"no node has that many GPUs; the largest has {state.largest_node_gpus()}",
         )
+    if not 0 <= spec.min_runtime_ns <= MAX_MIN_RUNTIME_NS:
+        bad("min_runtime", spec.min_runtime_ns, "from 0 up to 8h")
+    if spec.cpus < 0 or spec.memory_mib < 0:
+        bad("cpus" if spec.cpus < 0 else "memory_mib", min(spec.cpus, spec.memory_mib), "0 or more")
     if not spec.command or not spec.command[0].strip():
         bad("command", spec.command, "give the program to run and its arguments")
     elif any("\0" in arg for arg in spec.command):

@@ -1,4 +1,5 @@
-"""Request/reply on ``allot.cmd.accounts.apply``, and usage charging.
+"""Request/reply on ``allot.cmd.accounts.apply`` and ``allot.cmd.budget.grant``; usage
+charging and used-up budgets.
 
 Commands are handled one at a time, each against a state that has folded everything the
 ledger appended before, so two applies in a row never work from the same old tree. A file
@@ -22,16 +23,24 @@ from nats.aio.subscription import Subscription
 from allot.bus.eventlog import EventLog
 from allot.core import State
 from allot.core.accounts import AccountChange, changes_to_apply, read_tree
+from allot.core.budgets import exhausted_now, read_grant
 from allot.core.charging import charges_due
-from allot.proto.commands import AccountsApplyReply, AccountsApplyRequest
+from allot.proto.commands import (
+    AccountsApplyReply,
+    AccountsApplyRequest,
+    BudgetGrantReply,
+    BudgetGrantRequest,
+)
 from allot.proto.events import (
     AccountDefined,
     AccountEvent,
     AccountRemoved,
     AccountUpdated,
+    BudgetExhausted,
+    BudgetGranted,
     UsageCharged,
 )
-from allot.proto.subjects import ACCOUNTS_APPLY, health
+from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, health
 from allot.services.replies import decode_error, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
@@ -75,11 +84,54 @@ class Ledger:
                     gpu_ms=due.gpu_ms,
                 )
                 msg_id = f"usage:{due.job_id}:{due.attempt}:{due.from_ns}"
-                try:
-                    await self.events.append(event, msg_id=msg_id)
-                except Exception as error:  # due again on the next round
-                    log.warning("charge %s not stored: %s", msg_id, error)
+                if not await self._append_due(event, msg_id):
                     return
+            for path, period, used, budget in exhausted_now(self.state, self.clock.now()):
+                exhausted = BudgetExhausted(
+                    meta=stamp("ledger", self.clock),
+                    path=path,
+                    period=period,
+                    used_gpu_ms=used,
+                    budget_gpu_ms=budget,
+                )
+                grant = self.state.budgets[path].starts_at
+                if not await self._append_due(exhausted, f"exhausted:{path}:{grant}:{period}"):
+                    return
+                log.info("budget of %s used up for period %d", path, period)
+
+    async def _append_due(self, event: AccountEvent, msg_id: str) -> bool:
+        try:
+            await self.events.append(event, msg_id=msg_id)
+        except Exception as error:  # still due on the next round
+            log.warning("%s not stored: %s", msg_id, error)
+            return False
+        return True
+
+    async def grant(self, payload: bytes) -> BudgetGrantReply:
+        try:
+            request = msgspec.json.decode(payload, type=BudgetGrantRequest)
+        except msgspec.DecodeError as error:
+            return BudgetGrantReply(errors=[decode_error(error)])
+        grant, errors = read_grant(request, self.state)
+        if grant is None:
+            return BudgetGrantReply(account=request.account, errors=errors)
+        gpu_ms, period_ns, share_ppm = grant
+        event = BudgetGranted(
+            meta=stamp("ledger", self.clock),
+            path=request.account,
+            gpu_ms=gpu_ms,
+            period_ns=period_ns,
+            starts_at=self.clock.now(),
+            share_ppm=share_ppm,
+        )
+        try:
+            appended = await self.events.append(event)
+        except Exception as error:
+            return BudgetGrantReply(account=request.account, errors=[not_stored(error)])
+        await self._until_folded(appended.seq)
+        return BudgetGrantReply(
+            account=request.account, gpu_ms=gpu_ms, period_ns=period_ns, seq=appended.seq
+        )
 
     async def _on_caught_up(self) -> None:
         async with self._folded:
@@ -90,6 +142,7 @@ class Ledger:
         nc = self.events.nc
         self._subscriptions = [
             await nc.subscribe(ACCOUNTS_APPLY, queue="ledger", cb=self._on_apply),
+            await nc.subscribe(BUDGET_GRANT, queue="ledger", cb=self._on_grant),
             await nc.subscribe(health("ledger"), queue="ledger", cb=self._on_health),
         ]
         log.info("caught up at sequence %d, accepting commands", self.state.seq)
@@ -99,6 +152,10 @@ class Ledger:
 
     async def _on_apply(self, msg: Msg) -> None:
         reply = await self.apply(msg.data)
+        await msg.respond(msgspec.json.encode(reply))
+
+    async def _on_grant(self, msg: Msg) -> None:
+        reply = await self.grant(msg.data)
         await msg.respond(msgspec.json.encode(reply))
 
     async def apply(self, payload: bytes) -> AccountsApplyReply:

@@ -1,7 +1,5 @@
 """The whole stack as separate processes over a real NATS server, driven like a user would."""
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -9,7 +7,9 @@ from allot.client import AsyncClient
 from allot.client.stack import Stack
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, policy_hash
 from allot.proto.events import JobSpec, PlanComputed
-from tests.stack import gone, python, running, until
+from tests.stack import cli, gone, python, running, until
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "accounts.toml"
 
 
 async def test_a_job_runs_and_its_events_are_in_order(client: AsyncClient, tmp_path: Path) -> None:
@@ -71,40 +71,30 @@ async def test_cancel_stops_a_running_job(client: AsyncClient) -> None:
 
 
 def test_the_cli_submits_waits_and_shows_status(stack: Stack) -> None:
-    env = {**os.environ, "ALLOT_NATS_URL": stack.url}
-
-    def allot(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "allot.client.cli", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
 
     submit = ["submit", "--gpus", "1", "--account", "demo", "--wait"]
-    done = allot(*submit, "--", sys.executable, "-c", "print(42)")
+    done = cli(stack.url, *submit, "--", sys.executable, "-c", "print(42)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "42"
     job_id = done.stderr.split()[0]
 
-    failing = allot(*submit, "--quiet", "--", sys.executable, "-c", "raise SystemExit(3)")
+    failing = cli(stack.url, *submit, "--quiet", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert failing.returncode == 3
 
-    status = allot("status", job_id, "--json")
+    status = cli(stack.url, "status", job_id, "--json")
     assert status.returncode == 0
     assert '"status": "succeeded"' in status.stdout
 
-    bad = allot("submit", "--gpus", "0", "--account", "demo", "--", "true")
+    bad = cli(stack.url, "submit", "--gpus", "0", "--account", "demo", "--", "true")
     assert bad.returncode == 2
     assert "gpus='0'" in bad.stderr
     assert "at least 1" in bad.stderr
 
-    tail = allot("log", "tail", "-n", "50")
+    tail = cli(stack.url, "log", "tail", "-n", "50")
     assert "JobExited" in tail.stdout
     assert "PlanComputed" in tail.stdout
-    assert job_id in allot("status").stdout
-    assert "node-1" in allot("nodes").stdout
+    assert job_id in cli(stack.url, "status").stdout
+    assert "node-1" in cli(stack.url, "nodes").stdout
 
 
 async def test_a_job_that_cannot_start_fails_and_frees_its_gpus(client: AsyncClient) -> None:
@@ -164,36 +154,30 @@ async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncCli
 
 
 def test_the_cli_applies_and_shows_the_account_tree(stack: Stack, tmp_path: Path) -> None:
-    env = {**os.environ, "ALLOT_NATS_URL": stack.url}
-    example = Path(__file__).resolve().parents[2] / "examples" / "accounts.toml"
 
-    def allot(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "allot.client.cli", *args],
-            env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-
-    applied = allot("accounts", "apply", str(example))
+    applied = cli(stack.url, "accounts", "apply", str(EXAMPLE))
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.strip() == "defined 6, updated 0, removed 0"
-    shown = allot("accounts", "show")
+    shown = cli(stack.url, "accounts", "show")
     assert "lab/vision/alice" in shown.stdout
     assert "gpu 8" in shown.stdout
 
     broken = tmp_path / "broken.toml"
     broken.write_text('[accounts."lab"]\nweight = "heavy"\n[accounts."x/y"]\n')
-    refused = allot("accounts", "apply", str(broken))
+    refused = cli(stack.url, "accounts", "apply", str(broken))
     assert refused.returncode == 2
     assert "nothing changed" in refused.stderr
     assert "accounts.lab.weight" in refused.stderr
     assert "parent 'x' is not declared" in refused.stderr
-    assert "lab/vision/alice" in allot("accounts", "show").stdout  # the tree is as it was
+    assert "lab/vision/alice" in cli(stack.url, "accounts", "show").stdout  # the tree is as it was
 
     # With a tree in place, jobs must name one of its accounts.
-    unknown = allot("submit", "--gpus", "1", "--account", "nobody", "--", "true")
+    unknown = cli(stack.url, "submit", "--gpus", "1", "--account", "nobody", "--", "true")
     assert unknown.returncode == 2
     assert "no such account" in unknown.stderr
-    known = allot("submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true")
+    known = cli(
+        stack.url, "submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true"
+    )
     assert known.returncode == 0, known.stderr
 
 
@@ -212,3 +196,42 @@ async def test_the_ledger_charges_a_finished_job_to_its_account_and_ancestors(
     for account in ("lab/vision/alice", "lab/vision", "lab"):
         assert state.usage[account].total_gpu_ms == expected
     assert 2000 <= expected < 4000
+
+
+async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(
+    stack: Stack, client: AsyncClient
+) -> None:
+    assert cli(stack.url, "accounts", "apply", str(EXAMPLE)).returncode == 0
+    granted = cli(stack.url, "budget", "grant", "lab/vision", "--gpu-hours", "10", "--period", "7d")
+    assert granted.returncode == 0, granted.stderr
+    assert "10 GPU-hours per 7d" in granted.stdout
+    refused = cli(stack.url, "budget", "grant", "lab/vision", "--share", "2")
+    assert refused.returncode == 2
+    assert "share='2.0'" in refused.stderr
+
+    submit = ["submit", "--gpus", "1", "--wait", "--quiet"]
+    contract = cli(
+        stack.url, *submit, "--account", "lab/vision/alice", "--min-runtime", "10m", "--", "true"
+    )
+    no_contract = cli(stack.url, *submit, "--account", "lab/vision/alice", "--", "true")
+    no_budget = cli(
+        stack.url, *submit, "--account", "lab/nlp/bob", "--min-runtime", "10m", "--", "true"
+    )
+    too_long = cli(
+        stack.url, *submit, "--account", "lab/nlp/bob", "--min-runtime", "9h", "--", "true"
+    )
+    assert too_long.returncode == 2
+    assert "up to 8h" in too_long.stderr
+    job_ids = [p.stderr.split()[0] for p in (contract, no_contract, no_budget)]
+    admitted = {
+        a.job_id: a.funded
+        for r in await client.events.read()
+        if isinstance(r.event, PlanComputed)
+        for a in r.event.admissions
+    }
+    assert [admitted[j] for j in job_ids] == [True, False, False]
+
+    shown = cli(stack.url, "budget", "show")
+    assert shown.returncode == 0
+    vision = next(line for line in shown.stdout.splitlines() if line.strip().startswith("vision"))
+    assert vision.split()[-1] == "10.00"  # budget left: these jobs ran for milliseconds

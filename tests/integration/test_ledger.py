@@ -1,14 +1,17 @@
 """The ledger service object against a real NATS server, reached through the client."""
 
 import asyncio
+import time
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient, CommandError
+from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import AccountDefined, AccountRemoved, AccountUpdated
 from allot.services.ledger.app import Ledger
 from tests import builders as b
@@ -97,3 +100,41 @@ async def test_an_account_with_a_pending_job_is_not_removed(
         await client.apply_accounts({"lab": {}})
     assert [e.field for e in refused.value.errors] == ["accounts.lab/team"]
     assert await event_log.last_seq() == before
+
+
+async def test_a_budget_is_granted_and_announced_when_used_up(
+    nats_server: EmbeddedNats, event_log: EventLog
+) -> None:
+    ledger = Ledger(event_log, accounting_interval_s=0.2)
+    running = asyncio.create_task(ledger.run())
+    try:
+        async with await AsyncClient.connect(nats_server.url) as c:
+            await c.ready(timeout=10, services=("ledger",))
+            with pytest.raises(CommandError, match="either --gpu-hours or --share"):
+                await c.grant_budget(BudgetGrantRequest(account="lab/team"))
+            assert await event_log.last_seq() == 0
+            reply = await c.grant_budget(
+                BudgetGrantRequest(account="lab/team", gpu_hours=0.001, period="7d")
+            )
+            assert reply.gpu_ms == 3600
+            # A one-GPU job running on the log's clock for a few seconds uses it up.
+            await event_log.append(b.node("n1", 1))
+            await event_log.append(b.submitted("j1"))
+            await event_log.append(b.plan(("j1", "n1", [0])))
+            started = b.started("j1", "n1", [0])
+            now = time.time_ns()
+            await event_log.append(
+                msgspec.structs.replace(
+                    started, meta=msgspec.structs.replace(started.meta, at=now - 5 * 10**9)
+                )
+            )
+            async with asyncio.timeout(10):
+                while True:
+                    kinds = [r.type for r in await event_log.read()]
+                    if "BudgetExhausted" in kinds:
+                        break
+                    await asyncio.sleep(0.1)
+            assert kinds.count("BudgetExhausted") == 1
+            assert kinds.index("UsageCharged") < kinds.index("BudgetExhausted")
+    finally:
+        running.cancel()

@@ -1,0 +1,72 @@
+"""Budgets of GPU time (R8): who is funded, which budgets ran out, and reading a grant.
+
+A job is funded when it declares a minimum runtime and every account on its path that has
+a budget still has some left in the current period (and at least one does). Funded work is
+protected; unfunded work runs on idle capacity and may be preempted by funded work.
+"""
+
+from allot.core.accounts import ancestry, parse_duration
+from allot.core.charging import capacity
+from allot.core.model import State
+from allot.core.validate import ACCOUNT_PATTERN
+from allot.proto.commands import BudgetGrantRequest, FieldError
+from allot.proto.events import JobSpec
+
+MS_PER_HOUR = 3_600_000
+
+
+def funded(state: State, spec: JobSpec, now: int) -> bool:
+    if spec.min_runtime_ns <= 0:
+        return False
+    budgets = [state.budgets[a] for a in ancestry(spec.account) if a in state.budgets]
+    return bool(budgets) and all(budget.left(now) > 0 for budget in budgets)
+
+
+def exhausted_now(state: State, now: int) -> list[tuple[str, int, int, int]]:
+    """Budgets used up in their current period and not yet announced:
+    (account, period, used GPU-ms, budget GPU-ms), by account."""
+    due = []
+    for path, budget in sorted(state.budgets.items()):
+        period = budget.period_at(now)
+        if period is None or period in budget.exhausted:
+            continue
+        used = budget.used.get(period, 0)
+        if used >= budget.gpu_ms:
+            due.append((path, period, used, budget.gpu_ms))
+    return due
+
+
+def read_grant(
+    request: BudgetGrantRequest, state: State
+) -> tuple[tuple[int, int, int | None] | None, list[FieldError]]:
+    """(GPU-ms per period, period in ns, share in ppm or None), or what is wrong."""
+    errors: list[FieldError] = []
+
+    def bad(field: str, value: object, message: str) -> None:
+        errors.append(FieldError(field=field, value=str(value), message=message))
+
+    if not ACCOUNT_PATTERN.match(request.account):
+        bad("account", request.account, "an account path such as 'ml/vision'")
+    elif state.accounts and request.account not in state.accounts:
+        bad("account", request.account, "no such account; `allot accounts show` lists them")
+    try:
+        period_ns = parse_duration(request.period)
+    except ValueError as error:
+        bad("period", request.period, str(error))
+        period_ns = 0
+    if (request.gpu_hours is None) == (request.share is None):
+        bad("gpu_hours", request.gpu_hours, "give either --gpu-hours or --share, not both")
+    elif request.gpu_hours is not None and not request.gpu_hours > 0:
+        bad("gpu_hours", request.gpu_hours, "a positive number of GPU-hours per period")
+    elif request.share is not None and not 0 < request.share <= 1:
+        bad("share", request.share, "a fraction of the cluster's GPU time, above 0 and at most 1")
+    elif request.share is not None and capacity(state).gpus == 0:
+        bad("share", request.share, "no nodes are registered, so a share has no size yet")
+    if errors or period_ns <= 0:
+        return None, errors
+    if request.gpu_hours is not None:
+        return (round(request.gpu_hours * MS_PER_HOUR), period_ns, None), []
+    assert request.share is not None
+    share_ppm = round(request.share * 1_000_000)
+    gpu_ms = capacity(state).gpus * (period_ns // 1_000_000) * share_ppm // 1_000_000
+    return (gpu_ms, period_ns, share_ppm), []
