@@ -18,6 +18,7 @@ from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
+from allot.core.owed import owed_and_delivered
 from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import JobSpec
 
@@ -222,6 +223,21 @@ async def cmd_budget_show(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_budget_report(args: argparse.Namespace) -> int:
+    try:
+        window_ns = parse_duration(args.window)
+    except ValueError as error:
+        print(f"allot: --window: {error}", file=sys.stderr)
+        return 2
+    async with await connect(args) as client:
+        records = await client.events.read()
+    end = time.time_ns()
+    report = owed_and_delivered(records, end - window_ns, end)
+    rows = [dict(msgspec.to_builtins(r), ratio=r.ratio) for r in report]
+    emit(args, rows, render.owed_table(report))
+    return 0
+
+
 async def cmd_log_tail(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
         records = await client.tail(args.n)
@@ -376,6 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     budget_show.set_defaults(handler=cmd_budget_show)
     budget_show.add_argument("--window", default="7d", help="usage over this window (default 7d)")
+
+    report = budget_sub.add_parser(
+        "report", parents=[common], help="GPU-hours owed and delivered per account"
+    )
+    report.set_defaults(handler=cmd_budget_report)
+    report.add_argument("--window", default="30d", help="the last DURATION (default 30d)")
 
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)

@@ -9,6 +9,7 @@ import msgspec
 from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.fairshare import FairSharePolicy, standings
+from allot.core.owed import OwedDelivered
 from allot.proto.events import PendingReason
 
 
@@ -172,3 +173,26 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
         for row in rows
     ]
     return table(["ACCOUNT", "RANK", "SHARE", "USED GPU-H", "FACTOR", "BUDGET LEFT GPU-H"], lines)
+
+
+def owed_table(report: list[OwedDelivered]) -> str:
+    rows = [
+        [
+            "  " * r.account.count("/") + r.account.rsplit("/", 1)[-1],
+            f"{r.share:.1%}",
+            f"{r.demand_gpu_ms / MS_PER_HOUR:.2f}",
+            f"{r.owed_gpu_ms / MS_PER_HOUR:.2f}",
+            f"{r.delivered_gpu_ms / MS_PER_HOUR:.2f}",
+            "-" if r.ratio is None else f"{r.ratio:.0%}",
+        ]
+        for r in report
+    ]
+    headers = [
+        "ACCOUNT",
+        "SHARE",
+        "DEMAND GPU-H",
+        "OWED GPU-H",
+        "DELIVERED GPU-H",
+        "DELIVERED/OWED",
+    ]
+    return table(headers, rows)

@@ -1,5 +1,6 @@
 """The whole stack as separate processes over a real NATS server, driven like a user would."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -235,3 +236,12 @@ async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(
     assert shown.returncode == 0
     vision = next(line for line in shown.stdout.splitlines() if line.strip().startswith("vision"))
     assert vision.split()[-1] == "10.00"  # budget left: these jobs ran for milliseconds
+
+    report = cli(stack.url, "budget", "report", "--window", "1h", "--json")
+    assert report.returncode == 0, report.stderr
+    rows = {row["account"]: row for row in json.loads(report.stdout)}
+    alice = rows["lab/vision/alice"]
+    assert alice["delivered_gpu_ms"] > 0
+    assert alice["owed_gpu_ms"] > 0  # it wanted GPUs while they were there
+    assert rows["lab"]["delivered_gpu_ms"] >= alice["delivered_gpu_ms"]
+    assert "DELIVERED/OWED" in cli(stack.url, "budget", "report").stdout
