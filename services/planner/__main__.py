@@ -3,4 +3,11 @@ import argparse
 from allot.services.planner.app import serve
 from allot.services.runtime import run_service
 
-run_service("planner", argparse.ArgumentParser(prog="allot-planner"), serve)
+parser = argparse.ArgumentParser(prog="allot-planner")
+parser.add_argument("--half-life", default="7d", help="fair-share usage half-life (default 7d)")
+parser.add_argument(
+    "--usage-window", help="count usage in this sliding window instead of decaying it, e.g. 7d"
+)
+parser.add_argument("--aging-step", default="1h", help="waiting this long lifts a job one rank")
+parser.add_argument("--aging-max", type=int, default=24, help="the most ranks aging lifts a job")
+run_service("planner", parser, serve)

@@ -9,6 +9,8 @@ import logging
 
 from allot.bus.eventlog import Conflict, EventLog
 from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
+from allot.core.accounts import parse_duration
+from allot.core.fairshare import FairSharePolicy
 from allot.proto.events import PlanComputed
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
@@ -70,5 +72,15 @@ class Planner:
         )
 
 
+def policy_from(args: argparse.Namespace) -> Policy:
+    """The planning policy the command line asks for; bad values stop the planner at once."""
+    window = parse_duration(args.usage_window) if args.usage_window else None
+    return Policy(
+        fair_share=FairSharePolicy(half_life_ns=parse_duration(args.half_life), window_ns=window),
+        aging_step_ns=parse_duration(args.aging_step),
+        aging_max_ranks=args.aging_max,
+    )
+
+
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await Planner(events).run()
+    await Planner(events, policy_from(args)).run()

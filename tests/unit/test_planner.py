@@ -141,3 +141,15 @@ def test_waiting_lifts_a_job_by_a_bounded_number_of_ranks() -> None:
     policy = Policy(aging_step_ns=100, aging_max_ranks=3)
     order = [r.job_id for r in plan(state, 100_000, policy).pending]
     assert order == ["new-t0", "new-t1", "new-t4", "new-t2", "new-t3"]
+
+
+def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
+    import argparse
+
+    from allot.services.planner.app import policy_from
+
+    args = argparse.Namespace(half_life="7d", usage_window=None, aging_step="1h", aging_max=24)
+    assert policy_from(args) == DEFAULT_POLICY
+    windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
+    assert windowed.fair_share.window_ns == 3 * 24 * 3600 * 10**9
+    assert policy_hash(windowed) != policy_hash(DEFAULT_POLICY)
