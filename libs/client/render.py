@@ -179,7 +179,7 @@ def owed_table(report: list[OwedDelivered]) -> str:
     rows = [
         [
             "  " * r.account.count("/") + r.account.rsplit("/", 1)[-1],
-            f"{r.share:.1%}",
+            f"{r.share_ppm / 10_000:.1f}%",
             f"{r.demand_gpu_ms / MS_PER_HOUR:.2f}",
             f"{r.owed_gpu_ms / MS_PER_HOUR:.2f}",
             f"{r.delivered_gpu_ms / MS_PER_HOUR:.2f}",

@@ -16,29 +16,29 @@ from allot.client.stack import Stack, parse_nodes
 from allot.proto.events import JobSpec
 
 DEMO_ACCOUNTS: dict[str, dict[str, Any]] = {
-    "demo": {},
-    "demo/research": {"weight": 2},
-    "demo/research/alice": {},
-    "demo/research/bob": {},
-    "demo/platform": {"weight": 1},
-    "demo/platform/carol": {},
+    "demo": {},  # for quick tries: allot submit --account demo ...
+    "research": {"weight": 2},
+    "research/alice": {},
+    "research/bob": {},
+    "platform": {},
+    "platform/carol": {},
 }
 DEMO_JOBS = [
     (
         "hello",
-        "demo/research/alice",
+        "research/alice",
         1,
         "print('hello from GPU', __import__('os').environ['CUDA_VISIBLE_DEVICES'])",
     ),
     (
         "finetune",
-        "demo/research/alice",
+        "research/alice",
         4,
         "import time; [print('step', s, flush=True) or time.sleep(0.5) for s in range(10)]",
     ),
-    ("eval-sweep", "demo/research/bob", 2, "import time; time.sleep(3); print('accuracy 0.87')"),
-    ("big-train", "demo/platform/carol", 8, "import time; time.sleep(5); print('done')"),
-    ("batch-infer", "demo/platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
+    ("eval-sweep", "research/bob", 2, "import time; time.sleep(3); print('accuracy 0.87')"),
+    ("big-train", "platform/carol", 8, "import time; time.sleep(5); print('done')"),
+    ("batch-infer", "platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
 ]
 
 

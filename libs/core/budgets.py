@@ -1,7 +1,8 @@
 """Budgets of GPU time (R8): who is funded, which budgets ran out, and reading a grant.
 
 A job is funded when it declares a minimum runtime and every account on its path that has
-a budget still has some left in the current period (and at least one does). Funded work is
+a budget still has enough left in the current period to cover that minimum runtime on its
+GPUs (and at least one such budget exists). Funded work is
 protected; unfunded work runs on idle capacity and may be preempted by funded work.
 """
 
@@ -15,11 +16,21 @@ from allot.proto.events import JobSpec
 MS_PER_HOUR = 3_600_000
 
 
-def funded(state: State, spec: JobSpec, now: int) -> bool:
+def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> bool:
+    """Whether the job is funded, and if so, reserve its protected minimum runtime
+    (GPUs x minimum runtime) in every budget on its path, in ``reserved``: one plan cannot
+    fund more than the budgets hold."""
     if spec.min_runtime_ns <= 0:
         return False
-    budgets = [state.budgets[a] for a in ancestry(spec.account) if a in state.budgets]
-    return bool(budgets) and all(budget.left(now) > 0 for budget in budgets)
+    cost = spec.gpus * (spec.min_runtime_ns // 1_000_000)
+    budgeted = [a for a in ancestry(spec.account) if a in state.budgets]
+    if not budgeted:
+        return False
+    if any(state.budgets[a].left(now) - reserved.get(a, 0) < cost for a in budgeted):
+        return False
+    for account in budgeted:
+        reserved[account] = reserved.get(account, 0) + cost
+    return True
 
 
 def exhausted_now(state: State, now: int) -> list[tuple[str, int, int, int]]:

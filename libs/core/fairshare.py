@@ -11,8 +11,8 @@
    account below a higher-ranked sibling ranks above every account below a lower one.
    Rank 1 is served first.
 
-Accounts come from the declared tree, plus any account (and its ancestors) that jobs or
-charges name, with weight 1.
+Accounts come from the declared tree; without one, from the accounts jobs and charges
+name, each with weight 1. Jobs of an account outside the tree rank after all others.
 """
 
 from fractions import Fraction
@@ -81,7 +81,7 @@ def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
     """Every account's rank and the numbers behind it."""
-    weights = _tree(state)
+    weights = tree_weights(state)
     children: dict[str | None, list[str]] = {}
     for path in sorted(weights):
         children.setdefault(parent_of(path), []).append(path)
@@ -119,9 +119,12 @@ def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Stan
     return result
 
 
-def _tree(state: State) -> dict[str, int]:
-    """Path -> weight for the declared accounts and every account jobs or charges name."""
-    weights = {path: settings.weight for path, settings in state.accounts.items()}
+def tree_weights(state: State) -> dict[str, int]:
+    """Path -> weight: the declared tree; without one, every account jobs or charges name
+    (and its ancestors), with weight 1."""
+    if state.accounts:
+        return {path: settings.weight for path, settings in state.accounts.items()}
+    weights: dict[str, int] = {}
     for account in [*state.job_accounts, *state.usage]:
         for path in ancestry(account):
             weights.setdefault(path, 1)

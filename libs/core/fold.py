@@ -351,12 +351,14 @@ def _lost(state: State, seq: int, e: NodeLost) -> None:
         raise _Ignore(f"node {e.node_id} already lost")
     node.lost = True
     holders = sorted(set(node.allocated.values()))
+    # Its jobs are known to have run only until the node was last heard from.
     for job_id in holders:
         job = state.jobs[job_id]
+        heard_of = max(e.last_seen_ns, job.started_at or 0)
         if job.spec.resumable and not job.cancel_requested:
-            _requeue(state, job, e.meta.at, f"node {e.node_id} lost")
+            _requeue(state, job, heard_of, f"node {e.node_id} lost")
         else:
-            _end(state, job, JobStatus.LOST, e.meta.at, f"node {e.node_id} lost")
+            _end(state, job, JobStatus.LOST, heard_of, f"node {e.node_id} lost")
 
 
 def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
@@ -402,21 +404,48 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]
-    hour = e.to_ns // HOUR_NS
+    by_hour = split(e.from_ns, e.to_ns, e.gpu_ms, 0, HOUR_NS)
     for account in ancestry(e.path):
         usage = state.usage.setdefault(account, AccountUsage())
         usage.total_gpu_ms += e.gpu_ms
-        usage.by_hour[hour] = usage.by_hour.get(hour, 0) + e.gpu_ms
+        for hour, amount in by_hour:
+            usage.by_hour[hour] = usage.by_hour.get(hour, 0) + amount
         budget = state.budgets.get(account)
-        period = None if budget is None else budget.period_at(e.to_ns)
-        if budget is not None and period is not None:
-            budget.used[period] = budget.used.get(period, 0) + e.gpu_ms
+        if budget is not None:
+            for period, amount in split(
+                e.from_ns, e.to_ns, e.gpu_ms, budget.starts_at, budget.period_ns
+            ):
+                if period >= 0:
+                    budget.used[period] = budget.used.get(period, 0) + amount
+
+
+def split(start: int, end: int, amount: int, origin: int, unit: int) -> list[tuple[int, int]]:
+    """``amount`` spread evenly over ``[start, end)``, as (index of the unit-long slot from
+    ``origin``, share); integer shares that add up to ``amount`` exactly."""
+    pieces: list[tuple[int, int]] = []
+    given = 0
+    cursor = start
+    while cursor < end:
+        slot = (cursor - origin) // unit
+        stop = min(end, origin + (slot + 1) * unit)
+        share = amount * (stop - start) // (end - start) - given
+        pieces.append((slot, share))
+        given += share
+        cursor = stop
+    return pieces
 
 
 def _granted(state: State, seq: int, e: BudgetGranted) -> None:
     if e.gpu_ms < 0 or e.period_ns <= 0:
         raise _Ignore(f"budget for {e.path} is not a positive amount per period")
-    state.budgets[e.path] = Budget(gpu_ms=e.gpu_ms, period_ns=e.period_ns, starts_at=e.starts_at)
+    # What the account used in the period the new grant starts in still counts against it:
+    # granting again does not refill a budget.
+    earlier = state.budgets.get(e.path)
+    period = None if earlier is None else earlier.period_at(e.starts_at)
+    used = {} if earlier is None or period is None else {0: earlier.used.get(period, 0)}
+    state.budgets[e.path] = Budget(
+        gpu_ms=e.gpu_ms, period_ns=e.period_ns, starts_at=e.starts_at, used=used
+    )
 
 
 def _exhausted(state: State, seq: int, e: BudgetExhausted) -> None:

@@ -13,6 +13,7 @@ from fractions import Fraction
 import msgspec
 
 from allot.core.accounts import ancestry, parent_of
+from allot.core.fairshare import tree_weights
 from allot.core.fold import LogRecord, apply_record
 from allot.core.model import HOUR_NS, State
 from allot.proto.events import NodeLost, NodeRegistered, UsageCharged
@@ -22,13 +23,14 @@ MS_PER_NS = 1_000_000
 
 class OwedDelivered(msgspec.Struct, frozen=True, kw_only=True):
     account: str
-    share: float  # of the whole cluster
+    share_ppm: int  # of the whole cluster, parts per million
     owed_gpu_ms: int
     delivered_gpu_ms: int
     demand_gpu_ms: int
 
     @property
     def ratio(self) -> float | None:
+        """Delivered / owed, for people (None when nothing was owed)."""
         return None if self.owed_gpu_ms == 0 else self.delivered_gpu_ms / self.owed_gpu_ms
 
 
@@ -44,7 +46,9 @@ def owed_and_delivered(
         event = record.event
         if isinstance(event, NodeRegistered | NodeLost) and event.node_id in node_up:
             since, gpus = node_up.pop(event.node_id)
-            _spread(capacity, since, event.meta.at, gpus, window_start, window_end)
+            # A lost node offered its GPUs until it was last heard from.
+            until = event.last_seen_ns if isinstance(event, NodeLost) else event.meta.at
+            _spread(capacity, since, max(since, until), gpus, window_start, window_end)
         if isinstance(event, NodeRegistered):
             node_up[event.node_id] = (event.meta.at, len(event.gpus))
         ignored_before = state.ignored_count
@@ -79,7 +83,7 @@ def owed_and_delivered(
         result.append(
             OwedDelivered(
                 account=account,
-                share=float(share),
+                share_ppm=int(share * 1_000_000),
                 owed_gpu_ms=owed,
                 delivered_gpu_ms=sum(delivered.get(account, {}).values()),
                 demand_gpu_ms=sum(wanted.values()),
@@ -89,10 +93,7 @@ def owed_and_delivered(
 
 
 def _global_shares(state: State) -> dict[str, Fraction]:
-    weights = {path: s.weight for path, s in state.accounts.items()}
-    for account in [*state.job_accounts, *state.usage]:
-        for path in ancestry(account):
-            weights.setdefault(path, 1)
+    weights = tree_weights(state)
     siblings_weight: dict[str | None, int] = {}
     for path, weight in weights.items():
         parent = parent_of(path)

@@ -13,7 +13,7 @@ import hashlib
 
 import msgspec
 
-from allot.core.budgets import funded
+from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, standings
 from allot.core.model import HOUR_NS, JobRecord, State
 from allot.proto.events import AccountRank, Admission, PendingReason
@@ -60,6 +60,7 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
     ranked = standings(state, now, policy.fair_share)
     admissions: list[Admission] = []
     pending: list[PendingReason] = []
+    reserved: dict[str, int] = {}  # budget promised to jobs funded earlier in this plan
     for job in _queue(state, ranked, now, policy):
         need = job.spec.gpus
         node_id = next((n for n, gpus in free.items() if len(gpus) >= need), None)
@@ -74,18 +75,22 @@ def plan(state: State, now: int, policy: Policy) -> Plan:
                 job_id=job.job_id,
                 node_id=node_id,
                 gpus=taken,
-                funded=funded(state, job.spec, now),
+                funded=fund(state, job.spec, now, reserved),
             )
         )
     waiting_accounts = sorted({state.jobs[j].spec.account for j in state.pending})
-    ranks = [_rank(ranked[account]) for account in waiting_accounts]
+    ranks = [_rank(ranked[account]) for account in waiting_accounts if account in ranked]
     return Plan(admissions=admissions, pending=pending, ranks=ranks)
 
 
 def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
+    outside_the_tree = len(ranked) + 1
+
     def order(job: JobRecord) -> tuple[int, int, str]:
         lift = min((now - job.submitted_at) // policy.aging_step_ns, policy.aging_max_ranks)
-        return (ranked[job.spec.account].rank - max(0, lift), job.submitted_seq, job.job_id)
+        standing = ranked.get(job.spec.account)
+        rank = outside_the_tree if standing is None else standing.rank
+        return (rank - max(0, lift), job.submitted_seq, job.job_id)
 
     return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
 

@@ -33,6 +33,12 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             spec.account,
             "no such account; `allot accounts show` lists them, `allot accounts apply` adds one",
         )
+    elif state.accounts and any(p.startswith(spec.account + "/") for p in state.accounts):
+        bad(
+            "account",
+            spec.account,
+            "a parent account; submit to one of its leaves (a team or user queue)",
+        )
     if spec.gpus < 1:
         bad("gpus", spec.gpus, "must be at least 1")
     elif state.nodes and spec.gpus > state.largest_node_gpus():

@@ -6,9 +6,8 @@ ledger appended before, so two applies in a row never work from the same old tre
 with any problem is refused whole and appends nothing.
 
 Charging follows ``allot.core.charging``: whenever the log has been read, and on a timer,
-the ledger appends ``UsageCharged`` for what is due. A charge's message id is its job
-attempt and start, and the fold ignores a charge that does not start where the last one
-ended, so retries and restarts never charge twice.
+the ledger appends ``UsageCharged`` for what is due. The fold ignores a charge that does
+not start where the last one ended, so retries and restarts never charge twice.
 """
 
 import argparse
@@ -83,7 +82,9 @@ class Ledger:
                     to_ns=due.to_ns,
                     gpu_ms=due.gpu_ms,
                 )
-                msg_id = f"usage:{due.job_id}:{due.attempt}:{due.from_ns}"
+                # The end is part of the id: a charge the fold refused (it ran past an exit
+                # not yet folded) must not block the right one as a duplicate.
+                msg_id = f"usage:{due.job_id}:{due.attempt}:{due.from_ns}:{due.to_ns}"
                 if not await self._append_due(event, msg_id):
                     return
             for path, period, used, budget in exhausted_now(self.state, self.clock.now()):

@@ -16,7 +16,7 @@ from allot.proto.events import JobSpec, PlanComputed
 
 WEIGHTS = {"lab/a": 2, "lab/b": 1, "lab/c": 1}
 JOB = [sys.executable, "-c", "import time; time.sleep(0.3)"]
-RUN_S = 30.0
+RUN_S = 40.0
 
 
 @pytest.mark.slow

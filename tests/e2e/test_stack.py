@@ -196,7 +196,7 @@ async def test_the_ledger_charges_a_finished_job_to_its_account_and_ancestors(
     expected = 2 * ((job.ended_at - job.started_at) // 1_000_000)
     for account in ("lab/vision/alice", "lab/vision", "lab"):
         assert state.usage[account].total_gpu_ms == expected
-    assert 2000 <= expected < 4000
+    assert 2000 <= expected < 20_000  # a 1 s job on 2 GPUs, with start and stop overhead
 
 
 async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(

@@ -2,7 +2,7 @@ import msgspec
 import pytest
 
 from allot.core import State, apply
-from allot.core.budgets import exhausted_now, funded, read_grant
+from allot.core.budgets import exhausted_now, fund, read_grant
 from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import (
     AccountDefined,
@@ -50,16 +50,32 @@ def spec(account: str, min_runtime_ns: int = HOUR):  # type: ignore[no-untyped-d
     return msgspec.structs.replace(b.spec(), account=account, min_runtime_ns=min_runtime_ns)
 
 
-def test_funded_needs_a_minimum_runtime_and_budget_left_on_the_whole_path() -> None:
-    state = fold(b.node("n1", 1), grant("lab", 10_000), grant("lab/team", 5_000))
+def funded(state: State, job: object, now: int) -> bool:
+    return fund(state, job, now, {})  # type: ignore[arg-type]
+
+
+MINUTE_MS = 60_000
+
+
+def test_funded_needs_a_minimum_runtime_and_budget_for_it_on_the_whole_path() -> None:
+    # Jobs of 1 GPU with a 1-hour minimum runtime cost 60 GPU-minutes each.
+    state = fold(b.node("n1", 1), grant("lab", 120 * MINUTE_MS), grant("lab/team", 60 * MINUTE_MS))
     assert funded(state, spec("lab/team"), now=1)
     assert not funded(state, spec("lab/team", min_runtime_ns=0), now=1)  # declares no contract
     assert not funded(state, spec("other"), now=1)  # no budget anywhere on its path
-    for event in charge("lab/team", 5_000, at=HOUR):
+    for event in charge("lab/team", 30 * MINUTE_MS, at=HOUR):
         apply(state, state.seq + 1, event)  # type: ignore[arg-type]
-    assert not funded(state, spec("lab/team"), now=HOUR + 1)  # its own budget is used up
-    assert funded(state, spec("lab/other"), now=HOUR + 1)  # lab still has 5,000 left
+    assert not funded(state, spec("lab/team"), now=HOUR + 1)  # 30 left: not enough for 60
+    assert funded(state, spec("lab/other"), now=HOUR + 1)  # lab still has 90 left
     assert funded(state, spec("lab/team"), now=WEEK + 1)  # a new period
+
+
+def test_one_plan_cannot_fund_more_than_the_budget_holds() -> None:
+    state = fold(b.node("n1", 8), grant("lab", 150 * MINUTE_MS))
+    reserved: dict[str, int] = {}
+    decisions = [fund(state, spec("lab/team"), 1, reserved) for _ in range(4)]
+    assert decisions == [True, True, False, False]
+    assert reserved == {"lab": 120 * MINUTE_MS}
 
 
 def test_a_used_up_budget_is_announced_once_per_period() -> None:
@@ -114,3 +130,9 @@ def test_a_bad_grant_names_the_field(request_fields: dict[str, object], field: s
 def test_a_share_needs_nodes_to_have_a_size() -> None:
     _, errors = read_grant(BudgetGrantRequest(account="lab", share=0.5), State())
     assert "no nodes" in errors[0].message
+
+
+def test_granting_again_does_not_refill_the_period() -> None:
+    state = fold(b.node("n1", 1), grant("lab", 1_000), *charge("lab", 800, at=HOUR))  # type: ignore[arg-type]
+    apply(state, state.seq + 1, grant("lab", 1_000, starts_at=2 * HOUR))
+    assert state.budgets["lab"].left(2 * HOUR + 1) == 200

@@ -163,3 +163,30 @@ def test_replaying_the_log_gives_the_same_ledger_and_redelivery_charges_nothing_
     assert ledger_view(redelivered) == ledger_view(first)
     assert redelivered.ignored_count == sum(isinstance(e, UsageCharged) for e in log)
     assert {i.type for i in redelivered.ignored} == {"UsageCharged"}
+
+
+@given(
+    start=st.integers(0, 10**15),
+    length=st.integers(1, 10**13),
+    amount=st.integers(0, 10**12),
+    unit=st.integers(10**10, 10**13),
+    origin=st.integers(0, 10**15),
+)
+def test_a_charge_split_over_hours_or_periods_adds_up_exactly(
+    start: int, length: int, amount: int, unit: int, origin: int
+) -> None:
+    from allot.core.fold import split
+
+    pieces = split(start, start + length, amount, origin, unit)
+    assert sum(share for _, share in pieces) == amount
+    slots = [slot for slot, _ in pieces]
+    assert slots == list(range(slots[0], slots[0] + len(slots)))
+    assert slots[0] == (start - origin) // unit
+
+
+def test_a_long_charge_is_spread_over_the_hours_it_covers() -> None:
+    state = running_two_gpus()
+    two_hours = 2 * 3600 * S
+    [due] = charges_due(state, now=two_hours, interval_ns=MIN)
+    apply(state, 5, charged(due))
+    assert state.usage["lab/team"].by_hour == {0: due.gpu_ms // 2, 1: due.gpu_ms // 2}

@@ -66,7 +66,7 @@ def test_owed_is_the_share_capped_by_demand_hour_by_hour() -> None:
     )
     report = {r.account: r for r in owed_and_delivered(log, 0, 2 * HOUR)}
     a, bb, lab = report["lab/a"], report["lab/b"], report["lab"]
-    assert (a.share, bb.share, lab.share) == (0.75, 0.25, 1.0)
+    assert (a.share_ppm, bb.share_ppm, lab.share_ppm) == (750_000, 250_000, 1_000_000)
     assert (a.owed_gpu_ms, a.delivered_gpu_ms, a.ratio) == (HOUR_MS, HOUR_MS, 1.0)
     assert (bb.owed_gpu_ms, bb.delivered_gpu_ms) == (2 * HOUR_MS, 5 * HOUR_MS)
     assert bb.ratio == 2.5  # it used what a left idle

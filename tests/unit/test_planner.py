@@ -153,3 +153,24 @@ def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
     windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
     assert windowed.fair_share.window_ns == 3 * 24 * 3600 * 10**9
     assert policy_hash(windowed) != policy_hash(DEFAULT_POLICY)
+
+
+def test_once_a_tree_is_declared_accounts_outside_it_rank_last() -> None:
+    from allot.proto.events import AccountDefined, AccountSettings
+
+    def job(job_id: str, account: str) -> Event:
+        return msgspec.structs.replace(
+            b.submitted(job_id), spec=msgspec.structs.replace(b.spec(), account=account)
+        )
+
+    state = fold(
+        b.node("n1", 1),
+        b.lost("n1"),
+        job("old", "demo"),  # submitted before the tree existed
+        AccountDefined(meta=b.meta(), path="lab", settings=AccountSettings()),
+        AccountDefined(meta=b.meta(), path="lab/a", settings=AccountSettings()),
+        job("new", "lab/a"),
+    )
+    decided = plan(state, now=2000, policy=DEFAULT_POLICY)
+    assert [r.job_id for r in decided.pending] == ["new", "old"]
+    assert [r.account for r in decided.ranks] == ["lab/a"]

@@ -75,3 +75,16 @@ def test_a_known_key_returns_its_job_and_a_reused_key_is_an_error() -> None:
         None,
         [],
     )
+
+
+def test_with_a_tree_jobs_go_to_leaf_accounts_of_it() -> None:
+    from allot.proto.events import AccountDefined, AccountSettings
+
+    state = State()
+    for seq, path in enumerate(["ml", "ml/vision"], start=1):
+        apply(state, seq, AccountDefined(meta=b.meta(), path=path, settings=AccountSettings()))
+    assert problems(state, account="ml/vision") == []
+    assert problems(state, account="ml") == [
+        ("account", "a parent account; submit to one of its leaves (a team or user queue)")
+    ]
+    assert [f for f, _ in problems(state, account="ml/nlp")] == ["account"]
