@@ -127,3 +127,31 @@ def test_ranks_do_not_depend_on_names_or_insertion_order(
     order = list(range(4))
     rng.shuffle(order)
     assert ranks_under(renamed, order) == ranks_under(plain, list(range(4)))
+
+
+LEAVES = ["p/a", "p/b", "q/c", "q/d", "q/e"]
+usages = st.lists(st.integers(0, 10**9), min_size=len(LEAVES), max_size=len(LEAVES))
+
+
+@given(usages, st.integers(0, len(LEAVES) - 1), st.integers(1, 10**9))
+def test_a_heavier_user_never_ranks_better(usage: list[int], who: int, extra: int) -> None:
+    weights = {"p": 1, "q": 2, **dict.fromkeys(LEAVES, 1)}
+
+    def rank(amounts: list[int]) -> int:
+        used = {leaf: [(0, u)] for leaf, u in zip(LEAVES, amounts, strict=True) if u}
+        return standings(cluster(weights, used), HOUR_NS, POLICY)[LEAVES[who]].rank
+
+    heavier = list(usage)
+    heavier[who] += extra
+    assert rank(heavier) >= rank(usage)
+
+
+@given(usages)
+def test_an_idle_account_ranks_before_every_busy_sibling(usage: list[int]) -> None:
+    weights = {"p": 1, "q": 1, **dict.fromkeys(LEAVES, 1)}
+    used = {leaf: [(0, u)] for leaf, u in zip(LEAVES, usage, strict=True) if u}
+    ranks = standings(cluster(weights, used), HOUR_NS, POLICY)
+    for idle in [leaf for leaf in LEAVES if leaf not in used]:
+        parent = idle.split("/")[0]
+        for busy in [leaf for leaf in used if leaf.startswith(parent + "/")]:
+            assert ranks[idle].rank < ranks[busy].rank

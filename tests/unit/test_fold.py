@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 from allot.bus.codec import decode, encode
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply, apply_record, plan
 from allot.proto.events import (
+    BudgetGranted,
     Event,
     JobCancelled,
     JobCancelRequested,
@@ -13,6 +14,7 @@ from allot.proto.events import (
     NodeCordoned,
     NodeHealthChanged,
     NodeUncordoned,
+    UsageCharged,
 )
 from tests import builders as b
 from tests.builders import fold
@@ -197,6 +199,25 @@ events = st.one_of(
     st.builds(lambda n: NodeCordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
     st.builds(lambda n: NodeUncordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
     st.builds(lambda n, g: b.node(n, g), st.sampled_from(NODES), st.integers(1, 4)),
+    st.builds(
+        lambda j, a, t, g: UsageCharged(
+            meta=b.meta(),
+            path="lab/team",
+            job_id=j,
+            attempt=a,
+            from_ns=1000,
+            to_ns=1000 + t,
+            gpu_ms=g,
+        ),
+        st.sampled_from(JOBS),
+        st.integers(0, 1),
+        st.integers(1, 10**12),
+        st.integers(0, 10**6),
+    ),
+    st.builds(
+        lambda g: BudgetGranted(meta=b.meta(), path="lab", gpu_ms=g, period_ns=10**12, starts_at=0),
+        st.integers(0, 10**6),
+    ),
 )
 
 
@@ -220,6 +241,21 @@ def test_any_event_sequence_folds_and_replays_from_the_wire_identically(
 
 
 @given(st.lists(events, max_size=30))
+def test_redelivered_charges_change_nothing(sequence: list[Event]) -> None:
+    once = fold(*sequence)
+    twice = fold(*(x for e in sequence for x in ([e, e] if isinstance(e, UsageCharged) else [e])))
+    assert msgspec.json.encode(ledger(once)) == msgspec.json.encode(ledger(twice))
+
+
+def ledger(state: State) -> list[object]:
+    return [
+        sorted((a, u.total_gpu_ms, sorted(u.by_hour.items())) for a, u in state.usage.items()),
+        sorted((a, sorted(b.used.items())) for a, b in state.budgets.items()),
+        sorted(state.unbilled.items()),
+    ]
+
+
+@given(st.lists(events, max_size=30))
 def test_planning_leaves_the_state_as_it_was(sequence: list[Event]) -> None:
     state = fold(*sequence)
     before = msgspec.json.encode(view(state))
@@ -239,6 +275,7 @@ def view(state: State) -> dict[str, object]:
         "idempotency": sorted(state.idempotency.items()),
         "ignored": state.ignored,
         "last_plan_seq": state.last_plan_seq,
+        "ledger": ledger(state),
     }
 
 
