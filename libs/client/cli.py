@@ -69,11 +69,6 @@ async def cmd_submit(args: argparse.Namespace) -> int:
             print(f"allot: --env {item!r}: expected NAME=VALUE", file=sys.stderr)
             return 2
         env[name] = value
-    try:
-        min_runtime_ns = parse_duration(args.min_runtime) if args.min_runtime else 0
-    except ValueError as error:
-        print(f"allot: --min-runtime: {error}", file=sys.stderr)
-        return 2
     spec = JobSpec(
         account=args.account,
         gpus=args.gpus,
@@ -84,7 +79,7 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         workdir=args.workdir,
         cpus=args.cpus,
         memory_mib=args.memory_mib,
-        min_runtime_ns=min_runtime_ns,
+        min_runtime_ns=args.min_runtime,
     )
     async with await connect(args) as client:
         try:
@@ -211,28 +206,18 @@ async def cmd_budget_grant(args: argparse.Namespace) -> int:
 
 
 async def cmd_budget_show(args: argparse.Namespace) -> int:
-    try:
-        window_ns = parse_duration(args.window)
-    except ValueError as error:
-        print(f"allot: --window: {error}", file=sys.stderr)
-        return 2
     async with await connect(args) as client:
         state = await client.state()
-    rows = render.budget_rows(state, time.time_ns(), window_ns)
+    rows = render.budget_rows(state, time.time_ns(), args.window)
     emit(args, rows, render.budget_table(rows))
     return 0
 
 
 async def cmd_budget_report(args: argparse.Namespace) -> int:
-    try:
-        window_ns = parse_duration(args.window)
-    except ValueError as error:
-        print(f"allot: --window: {error}", file=sys.stderr)
-        return 2
     async with await connect(args) as client:
         records = await client.events.read()
     end = time.time_ns()
-    report = owed_and_delivered(records, end - window_ns, end)
+    report = owed_and_delivered(records, end - args.window, end)
     rows = [dict(msgspec.to_builtins(r), ratio=r.ratio) for r in report]
     emit(args, rows, render.owed_table(report))
     return 0
@@ -293,6 +278,14 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 # --- parser -----------------------------------------------------------------------------
 
 
+def duration(text: str) -> int:
+    """An argparse type: ``30m``, ``7d`` ... as nanoseconds."""
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -339,7 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--cpus", type=int, default=0, help="CPUs the job needs (DRF charging)")
     submit.add_argument("--memory-mib", type=int, default=0, help="memory the job needs")
     submit.add_argument(
-        "--min-runtime", help="e.g. 30m: protected this long; with a budget left, funded"
+        "--min-runtime",
+        type=duration,
+        default=0,
+        help="e.g. 30m: protected this long; with a budget left, funded",
     )
     submit.add_argument(
         "--wait", action="store_true", help="follow the job and exit with its exit code"
@@ -391,13 +387,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the tree: share, usage, fair-share factor, rank, budget left",
     )
     budget_show.set_defaults(handler=cmd_budget_show)
-    budget_show.add_argument("--window", default="7d", help="usage over this window (default 7d)")
+    budget_show.add_argument(
+        "--window", type=duration, default="7d", help="usage over this window (default 7d)"
+    )
 
     report = budget_sub.add_parser(
         "report", parents=[common], help="GPU-hours owed and delivered per account"
     )
     report.set_defaults(handler=cmd_budget_report)
-    report.add_argument("--window", default="30d", help="the last DURATION (default 30d)")
+    report.add_argument(
+        "--window", type=duration, default="30d", help="the last DURATION (default 30d)"
+    )
 
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)
