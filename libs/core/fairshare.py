@@ -23,6 +23,7 @@ from allot.core.accounts import ancestry, parent_of
 from allot.core.model import HOUR_NS, AccountUsage, State
 
 DAY_NS = 24 * HOUR_NS
+RESOLUTION_NS = 60 * 10**9  # usage is aged to the start of the minute: ranks keep a minute
 _PPM = 1_000_000
 
 
@@ -79,8 +80,26 @@ def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
     return total
 
 
+class StandingsMemo:
+    """Remembers the last ranking: it cannot change until usage or accounts change or the
+    minute turns, and recomputing it reads every hour of usage history. Using the memo or
+    not gives the same ranking, so replay (which does not) agrees with the planner."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int, int, FairSharePolicy] | None = None
+        self._value: dict[str, Standing] = {}
+
+    def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
+        key = (id(state), state.fair_share_version, now - now % RESOLUTION_NS, policy)
+        if key != self._key:
+            self._key, self._value = key, standings(state, now, policy)
+        return self._value
+
+
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
-    """Every account's rank and the numbers behind it."""
+    """Every account's rank and the numbers behind it, with usage aged to the start of
+    ``now``'s minute."""
+    now -= now % RESOLUTION_NS
     weights = tree_weights(state)
     children: dict[str | None, list[str]] = {}
     for path in sorted(weights):

@@ -179,7 +179,9 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         idempotency_key=e.idempotency_key,
     )
     state.pending[e.job_id] = None
-    state.job_accounts[e.spec.account] = None
+    if e.spec.account not in state.job_accounts:
+        state.job_accounts[e.spec.account] = None
+        state.fair_share_version += 1
     if e.idempotency_key is not None:
         state.idempotency[(e.spec.account, e.idempotency_key)] = e.job_id
 
@@ -382,6 +384,7 @@ def _account_defined(state: State, seq: int, e: AccountDefined | AccountUpdated)
     if parent is not None and parent not in state.accounts:
         raise _Ignore(f"parent account {parent} is not defined")
     state.accounts[e.path] = e.settings
+    state.fair_share_version += 1
 
 
 def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
@@ -390,6 +393,7 @@ def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
     if any(p.startswith(e.path + "/") for p in state.accounts):
         raise _Ignore(f"account {e.path} still has child accounts")
     del state.accounts[e.path]
+    state.fair_share_version += 1
 
 
 def _charged(state: State, seq: int, e: UsageCharged) -> None:
@@ -404,6 +408,7 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]
+    state.fair_share_version += 1
     by_hour = split(e.from_ns, e.to_ns, e.gpu_ms, 0, HOUR_NS)
     for account in ancestry(e.path):
         usage = state.usage.setdefault(account, AccountUsage())

@@ -137,6 +137,7 @@ class State:
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
+        self.fair_share_version = 0  # bumped whenever accounts or usage change
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0

@@ -14,7 +14,7 @@ import hashlib
 import msgspec
 
 from allot.core.budgets import fund
-from allot.core.fairshare import FairSharePolicy, Standing, standings
+from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
 from allot.core.model import HOUR_NS, JobRecord, State
 from allot.proto.events import AccountRank, Admission, PendingReason
 
@@ -50,14 +50,15 @@ def policy_hash(policy: Policy) -> str:
     return hashlib.sha256(msgspec.json.encode(policy)).hexdigest()[:16]
 
 
-def plan(state: State, now: int, policy: Policy) -> Plan:
-    """Decide which pending jobs start where. ``now`` is recorded, not read."""
+def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = None) -> Plan:
+    """Decide which pending jobs start where. ``now`` is recorded, not read. A ``memo``
+    saves recomputing fair share between plans; it never changes the plan."""
     free = {
         node_id: node.free_gpus()
         for node_id, node in sorted(state.nodes.items())
         if node.schedulable
     }
-    ranked = standings(state, now, policy.fair_share)
+    ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
     admissions: list[Admission] = []
     pending: list[PendingReason] = []
     reserved: dict[str, int] = {}  # budget promised to jobs funded earlier in this plan

@@ -10,7 +10,7 @@ import logging
 from allot.bus.eventlog import Conflict, EventLog
 from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
 from allot.core.accounts import parse_duration
-from allot.core.fairshare import FairSharePolicy
+from allot.core.fairshare import FairSharePolicy, StandingsMemo
 from allot.proto.events import PlanComputed
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
@@ -30,6 +30,7 @@ class Planner:
         self.plans = 0
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
+        self._memo = StandingsMemo()
 
     async def run(self) -> None:
         await follow_state(self.events, self.state, self.plan_once)
@@ -38,7 +39,7 @@ class Planner:
         if self.state.seq < self._own_plan_seq:
             return  # a plan from before its predecessor was folded would repeat it
         now = self.clock.now()
-        decided = plan(self.state, now, self.policy)
+        decided = plan(self.state, now, self.policy, self._memo)
         if decided.empty:
             return
         event = PlanComputed(

@@ -342,3 +342,19 @@ def test_registering_again_does_not_clear_an_unhealthy_node() -> None:
     )
     assert not state.nodes["n1"].healthy
     assert not state.nodes["n1"].schedulable
+
+
+@given(
+    st.lists(events, max_size=30),
+    st.lists(st.integers(0, 3 * 60 * 10**9), min_size=30, max_size=30),
+)
+def test_the_fair_share_memo_never_changes_a_plan(sequence: list[Event], clock: list[int]) -> None:
+    from allot.core.fairshare import StandingsMemo
+
+    state, memo = State(), StandingsMemo()
+    now = 0
+    for seq, (event, step) in enumerate(zip(sequence, clock, strict=False), start=1):
+        apply(state, seq, event)
+        now += step
+        remembered = plan(state, now, DEFAULT_POLICY, memo)
+        assert remembered == plan(state, now, DEFAULT_POLICY)
