@@ -1,6 +1,8 @@
 """The state that folding the log builds: jobs, nodes, and what was ignored and why."""
 
 import enum
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -114,6 +116,13 @@ class Budget(msgspec.Struct, kw_only=True):
         return 0 if period is None else self.gpu_ms - self.used.get(period, 0)
 
 
+MAX_IGNORED_KEPT = 1000
+
+
+class Ignore(Exception):
+    """Raised by a fold rule when an event does not apply to the state it meets."""
+
+
 class IgnoredEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event the fold could not apply to the state it met, and why."""
 
@@ -142,5 +151,16 @@ class State:
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0
 
+    def note_ignored(self, seq: int, type_name: str, reason: str) -> None:
+        """Record an event the fold could not apply (the latest ones are kept)."""
+        self.ignored.append(IgnoredEvent(seq=seq, type=type_name, reason=reason))
+        self.ignored_count += 1
+        if len(self.ignored) > MAX_IGNORED_KEPT:
+            del self.ignored[: len(self.ignored) - MAX_IGNORED_KEPT]
+
     def largest_node_gpus(self) -> int:
         return max((len(n.gpus) for n in self.nodes.values()), default=0)
+
+
+# A fold rule: folds one event of its type into the state, or raises Ignore.
+FoldRule = Callable[[State, int, Any], None]

@@ -1,0 +1,118 @@
+"""Fold rules for the ledger: the account tree, usage charges, budgets."""
+
+from allot.core.accounts import ancestry, parent_of
+from allot.core.model import (
+    HOUR_NS,
+    AccountUsage,
+    Budget,
+    FoldRule,
+    Ignore,
+    State,
+)
+from allot.proto.events import (
+    AccountDefined,
+    AccountRemoved,
+    AccountUpdated,
+    BudgetExhausted,
+    BudgetGranted,
+    Event,
+    UsageCharged,
+)
+
+# --- accounts -----------------------------------------------------------------------------
+
+
+def _account_defined(state: State, seq: int, e: AccountDefined | AccountUpdated) -> None:
+    exists = e.path in state.accounts
+    if isinstance(e, AccountDefined) and exists:
+        raise Ignore(f"account {e.path} already defined")
+    if isinstance(e, AccountUpdated) and not exists:
+        raise Ignore(f"unknown account {e.path}")
+    parent = parent_of(e.path)
+    if parent is not None and parent not in state.accounts:
+        raise Ignore(f"parent account {parent} is not defined")
+    state.accounts[e.path] = e.settings
+    state.fair_share_version += 1
+
+
+def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
+    if e.path not in state.accounts:
+        raise Ignore(f"unknown account {e.path}")
+    if any(p.startswith(e.path + "/") for p in state.accounts):
+        raise Ignore(f"account {e.path} still has child accounts")
+    del state.accounts[e.path]
+    state.fair_share_version += 1
+
+
+def _charged(state: State, seq: int, e: UsageCharged) -> None:
+    key = (e.job_id, e.attempt)
+    run = state.unbilled.get(key)
+    if run is None or run.from_ns != e.from_ns:
+        raise Ignore(f"{e.job_id} attempt {e.attempt} is not unbilled from {e.from_ns}")
+    if run.account != e.path or e.gpu_ms < 0 or e.to_ns <= e.from_ns:
+        raise Ignore(f"charge for {e.job_id} does not match its run")
+    if run.until_ns is not None and e.to_ns > run.until_ns:
+        raise Ignore(f"charge for {e.job_id} runs past the end of its attempt")
+    run.from_ns = e.to_ns
+    if run.until_ns is not None and run.from_ns >= run.until_ns:
+        del state.unbilled[key]
+    state.fair_share_version += 1
+    by_hour = split(e.from_ns, e.to_ns, e.gpu_ms, 0, HOUR_NS)
+    for account in ancestry(e.path):
+        usage = state.usage.setdefault(account, AccountUsage())
+        usage.total_gpu_ms += e.gpu_ms
+        for hour, amount in by_hour:
+            usage.by_hour[hour] = usage.by_hour.get(hour, 0) + amount
+        budget = state.budgets.get(account)
+        if budget is not None:
+            for period, amount in split(
+                e.from_ns, e.to_ns, e.gpu_ms, budget.starts_at, budget.period_ns
+            ):
+                if period >= 0:
+                    budget.used[period] = budget.used.get(period, 0) + amount
+
+
+def split(start: int, end: int, amount: int, origin: int, unit: int) -> list[tuple[int, int]]:
+    """``amount`` spread evenly over ``[start, end)``, as (index of the unit-long slot from
+    ``origin``, share); integer shares that add up to ``amount`` exactly."""
+    pieces: list[tuple[int, int]] = []
+    given = 0
+    cursor = start
+    while cursor < end:
+        slot = (cursor - origin) // unit
+        stop = min(end, origin + (slot + 1) * unit)
+        share = amount * (stop - start) // (end - start) - given
+        pieces.append((slot, share))
+        given += share
+        cursor = stop
+    return pieces
+
+
+def _granted(state: State, seq: int, e: BudgetGranted) -> None:
+    if e.gpu_ms < 0 or e.period_ns <= 0:
+        raise Ignore(f"budget for {e.path} is not a positive amount per period")
+    # What the account used in the period the new grant starts in still counts against it:
+    # granting again does not refill a budget.
+    earlier = state.budgets.get(e.path)
+    period = None if earlier is None else earlier.period_at(e.starts_at)
+    used = {} if earlier is None or period is None else {0: earlier.used.get(period, 0)}
+    state.budgets[e.path] = Budget(
+        gpu_ms=e.gpu_ms, period_ns=e.period_ns, starts_at=e.starts_at, used=used
+    )
+
+
+def _exhausted(state: State, seq: int, e: BudgetExhausted) -> None:
+    budget = state.budgets.get(e.path)
+    if budget is None:
+        raise Ignore(f"account {e.path} has no budget")
+    budget.exhausted[e.period] = None
+
+
+RULES: dict[type[Event], FoldRule] = {
+    AccountDefined: _account_defined,
+    AccountUpdated: _account_defined,
+    AccountRemoved: _account_removed,
+    UsageCharged: _charged,
+    BudgetGranted: _granted,
+    BudgetExhausted: _exhausted,
+}

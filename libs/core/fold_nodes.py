@@ -1,0 +1,86 @@
+"""Fold rules for nodes: registration, health, loss, cordons."""
+
+from allot.core.fold_jobs import end_job, requeue
+from allot.core.model import (
+    FoldRule,
+    Ignore,
+    JobStatus,
+    NodeRecord,
+    State,
+)
+from allot.proto.events import (
+    Event,
+    NodeCordoned,
+    NodeHealthChanged,
+    NodeLost,
+    NodeRegistered,
+    NodeUncordoned,
+)
+
+
+def _node(state: State, node_id: str) -> NodeRecord:
+    node = state.nodes.get(node_id)
+    if node is None:
+        raise Ignore(f"unknown node {node_id}")
+    return node
+
+
+# --- nodes ------------------------------------------------------------------------------
+
+
+def _registered(state: State, seq: int, e: NodeRegistered) -> None:
+    node = state.nodes.get(e.node_id)
+    if node is None:
+        state.nodes[e.node_id] = NodeRecord(
+            node_id=e.node_id,
+            hostname=e.hostname,
+            gpus=list(e.gpus),
+            registered_at=e.meta.at,
+            cpus=e.cpus,
+            memory_mib=e.memory_mib,
+        )
+        return
+    # A restarted agent: the node is back; what its jobs hold stays held until they end.
+    # Health is not reset: only a health transition changes it.
+    node.hostname = e.hostname
+    node.gpus = list(e.gpus)
+    node.cpus, node.memory_mib = e.cpus, e.memory_mib
+    node.registered_at = e.meta.at
+    node.lost = False
+
+
+def _health(state: State, seq: int, e: NodeHealthChanged) -> None:
+    _node(state, e.node_id).healthy = e.healthy
+
+
+def _lost(state: State, seq: int, e: NodeLost) -> None:
+    node = _node(state, e.node_id)
+    if node.lost:
+        raise Ignore(f"node {e.node_id} already lost")
+    node.lost = True
+    holders = sorted(set(node.allocated.values()))
+    # Its jobs are known to have run only until the node was last heard from.
+    for job_id in holders:
+        job = state.jobs[job_id]
+        heard_of = max(e.last_seen_ns, job.started_at or 0)
+        if job.spec.resumable and not job.cancel_requested:
+            requeue(state, job, heard_of, f"node {e.node_id} lost")
+        else:
+            end_job(state, job, JobStatus.LOST, heard_of, f"node {e.node_id} lost")
+
+
+def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
+    _node(state, e.node_id).cordoned = True
+
+
+def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
+    _node(state, e.node_id).cordoned = False
+
+
+RULES: dict[type[Event], FoldRule] = {
+    NodeRegistered: _registered,
+    NodeHealthChanged: _health,
+    NodeLost: _lost,
+    NodeCordoned: _cordoned,
+    NodeUncordoned: _uncordoned,
+}
