@@ -5,7 +5,7 @@ by the publisher), the producing service and the schema version. Times and durat
 integer nanoseconds; GPU quantities are integers.
 """
 
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -47,6 +47,10 @@ class AccountEvent(Event, frozen=True, kw_only=True):
 # --- jobs -------------------------------------------------------------------------------
 
 
+Tier = Literal["interactive", "batch", "best-effort"]
+TIERS: Final[tuple[Tier, ...]] = ("interactive", "batch", "best-effort")  # in order of service
+
+
 class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What a user asked for. Later fields (workers, tiers, runtimes) arrive with defaults."""
 
@@ -60,6 +64,8 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     cpus: int = 0  # requested CPUs; with memory, makes the charge DRF-weighted (R10)
     memory_mib: int = 0
     min_runtime_ns: int = 0  # > 0 and a budget left: the job is funded (R8, R13)
+    max_runtime_ns: int | None = None  # the job is stopped after this long
+    tier: Tier = "batch"  # interactive work goes before batch, batch before best-effort
 
 
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):

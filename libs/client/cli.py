@@ -16,11 +16,12 @@ import msgspec
 
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
+from allot.client.jobfile import SpecError, spec_from
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
 from allot.proto.commands import BudgetGrantRequest
-from allot.proto.events import JobSpec
+from allot.proto.events import TIERS
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -61,26 +62,12 @@ async def connect(args: argparse.Namespace) -> AsyncClient:
 
 
 async def cmd_submit(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    env = {}
-    for item in args.env:
-        name, sep, value = item.partition("=")
-        if not sep:
-            print(f"allot: --env {item!r}: expected NAME=VALUE", file=sys.stderr)
-            return 2
-        env[name] = value
-    spec = JobSpec(
-        account=args.account,
-        gpus=args.gpus,
-        command=command,
-        name=args.name,
-        resumable=args.resumable,
-        env=env,
-        workdir=args.workdir,
-        cpus=args.cpus,
-        memory_mib=args.memory_mib,
-        min_runtime_ns=args.min_runtime,
-    )
+    try:
+        spec = spec_from(args)
+    except SpecError as error:
+        problem = error.problem
+        print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+        return 2
     async with await connect(args) as client:
         try:
             reply = await client.submit(spec, idempotency_key=args.idempotency_key)
@@ -316,12 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     submit = add(
         "submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS..."
     )
-    submit.add_argument("--gpus", type=int, required=True, help="GPUs on one node")
-    submit.add_argument("--account", required=True, help="account path, e.g. ml/vision/alice")
-    submit.add_argument("--name", default="", help="a name to recognise the job by")
+    submit.add_argument("--file", help="a TOML job file; flags given as well win over it")
+    submit.add_argument("--gpus", type=int, help="GPUs on one node")
+    submit.add_argument("--account", help="account path, e.g. ml/vision/alice")
+    submit.add_argument("--name", help="a name to recognise the job by")
+    submit.add_argument("--tier", choices=TIERS, help="interactive, batch (default), best-effort")
     submit.add_argument("--idempotency-key", help="retrying with the same key never submits twice")
     submit.add_argument(
-        "--resumable", action="store_true", help="the job may be requeued (it checkpoints)"
+        "--resumable", action="store_true", default=None, help="it checkpoints and may be requeued"
     )
     submit.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment"
@@ -329,14 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--workdir", help="working directory of the job (default: its job directory)"
     )
-    submit.add_argument("--cpus", type=int, default=0, help="CPUs the job needs (DRF charging)")
-    submit.add_argument("--memory-mib", type=int, default=0, help="memory the job needs")
+    submit.add_argument("--cpus", type=int, help="CPUs the job needs (DRF charging)")
+    submit.add_argument("--memory-mib", type=int, help="memory the job needs")
     submit.add_argument(
-        "--min-runtime",
-        type=duration,
-        default=0,
-        help="e.g. 30m: protected this long; with a budget left, funded",
+        "--min-runtime", type=duration, help="e.g. 30m: protected this long; with a budget, funded"
     )
+    submit.add_argument("--max-runtime", type=duration, help="e.g. 4h: stopped after this long")
     submit.add_argument(
         "--wait", action="store_true", help="follow the job and exit with its exit code"
     )

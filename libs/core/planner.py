@@ -1,12 +1,14 @@
 """Admission decisions: ``plan(state, now, policy) -> Plan``.
 
-Order: pending jobs by their account's fair-share rank (``allot.core.fairshare``), lifted
-one rank per aging step waited up to a bound so nothing starves, then by submission, then
-by job id. Placement: first fit, each job onto the first node (by id) with enough free
-GPUs, taking its lowest free indices. A job that does not fit does not block the ones
-behind it. Every job left waiting gets a stable reason code; a plan
-carries only the reasons that changed since the log last stated them, so the folded state
-always knows why each job waits while plans stay small however long the queue is.
+Order: pending jobs by tier (interactive, batch, best-effort), then by their account's
+fair-share rank (``allot.core.fairshare``), lifted one rank per aging step waited up to a
+bound so nothing starves, then by submission, then by job id.
+
+Placement: first fit, each job onto the first node (by id) with enough free GPUs, taking
+its lowest free indices. A job that does not fit does not block the ones behind it. Every
+job left waiting gets a stable reason code; a plan carries only the reasons that changed
+since the log last stated them, so the folded state always knows why each job waits while
+plans stay small however long the queue is.
 """
 
 import hashlib
@@ -16,7 +18,7 @@ import msgspec
 from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
 from allot.core.model import HOUR_NS, JobRecord, State
-from allot.proto.events import AccountRank, Admission, PendingReason
+from allot.proto.events import TIERS, AccountRank, Admission, PendingReason
 
 # Reason codes: stable strings, part of the log's contract.
 NO_NODES = "NO_NODES"
@@ -87,11 +89,11 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
 def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
     outside_the_tree = len(ranked) + 1
 
-    def order(job: JobRecord) -> tuple[int, int, str]:
+    def order(job: JobRecord) -> tuple[int, int, int, str]:
         lift = min((now - job.submitted_at) // policy.aging_step_ns, policy.aging_max_ranks)
         standing = ranked.get(job.spec.account)
         rank = outside_the_tree if standing is None else standing.rank
-        return (rank - max(0, lift), job.submitted_seq, job.job_id)
+        return (TIERS.index(job.spec.tier), rank - max(0, lift), job.submitted_seq, job.job_id)
 
     return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
 

@@ -49,6 +49,8 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
         )
     if not 0 <= spec.min_runtime_ns <= MAX_MIN_RUNTIME_NS:
         bad("min_runtime", spec.min_runtime_ns, "from 0 up to 8h")
+    elif spec.max_runtime_ns is not None and spec.max_runtime_ns < max(1, spec.min_runtime_ns):
+        bad("max_runtime", spec.max_runtime_ns, "positive, and not shorter than min_runtime")
     if spec.cpus < 0 or spec.memory_mib < 0:
         bad("cpus" if spec.cpus < 0 else "memory_mib", min(spec.cpus, spec.memory_mib), "0 or more")
     if not spec.command or not spec.command[0].strip():

@@ -174,3 +174,22 @@ def test_once_a_tree_is_declared_accounts_outside_it_rank_last() -> None:
     decided = plan(state, now=2000, policy=DEFAULT_POLICY)
     assert [r.job_id for r in decided.pending] == ["new", "old"]
     assert [r.account for r in decided.ranks] == ["lab/a"]
+
+
+def test_tiers_go_first_then_fair_share() -> None:
+    def job(job_id: str, account: str, tier: str) -> Event:
+        spec = msgspec.structs.replace(b.spec(), account=account, tier=tier)
+        return msgspec.structs.replace(b.submitted(job_id), spec=spec)
+
+    history = [*charge("heavy", "h0", 10_000), *charge("light", "l0", 10)]
+    state = fold(
+        b.node("n1", 1),
+        *history,
+        b.lost("n1"),
+        job("light-batch", "light", "batch"),
+        job("heavy-interactive", "heavy", "interactive"),
+        job("light-best-effort", "light", "best-effort"),
+        job("heavy-batch", "heavy", "batch"),
+    )
+    order = [r.job_id for r in plan(state, 2000, DEFAULT_POLICY).pending]
+    assert order == ["heavy-interactive", "light-batch", "heavy-batch", "light-best-effort"]

@@ -1,0 +1,85 @@
+"""A job's spec from a TOML job file and the command line (flags win over the file).
+
+A job file holds the same fields as the flags::
+
+    account = "lab/vision/alice"
+    gpus = 2
+    tier = "interactive"
+    min_runtime = "30m"
+    max_runtime = "4h"
+    command = ["python", "train.py", "--epochs", "3"]
+    [env]
+    WANDB_MODE = "offline"
+"""
+
+import argparse
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from allot.core.accounts import parse_duration
+from allot.proto.commands import FieldError
+from allot.proto.events import JobSpec
+
+# Flag (argparse dest) -> JobSpec field, for flags whose names differ.
+_FIELD = {"min_runtime": "min_runtime_ns", "max_runtime": "max_runtime_ns"}
+_PLAIN = ("account", "gpus", "name", "resumable", "workdir", "cpus", "memory_mib", "tier")
+
+
+class SpecError(Exception):
+    def __init__(self, problem: FieldError):
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+def spec_from(args: argparse.Namespace) -> JobSpec:
+    fields: dict[str, Any] = _read_file(Path(args.file)) if args.file else {}
+    for name in _PLAIN:
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    for name in ("min_runtime", "max_runtime"):
+        if getattr(args, name) is not None:
+            fields[_FIELD[name]] = getattr(args, name)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if command:
+        fields["command"] = command
+    env = dict(fields.get("env", {}))
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(FieldError(field="env", value=item, message="expected NAME=VALUE"))
+        env[name] = value
+    fields["env"] = env
+    for required in ("account", "gpus"):
+        if required not in fields:
+            raise SpecError(
+                FieldError(
+                    field=required, value="", message=f"give --{required} or set it in a job file"
+                )
+            )
+    fields.setdefault("command", [])
+    try:
+        return msgspec.convert(fields, JobSpec)
+    except msgspec.ValidationError as error:
+        message, _, where = str(error).partition(" - at `$.")
+        raise SpecError(
+            FieldError(field=where.rstrip("`") or "job", value="", message=message)
+        ) from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        fields = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise SpecError(FieldError(field="file", value=str(path), message=str(error))) from None
+    for name in ("min_runtime", "max_runtime"):
+        if name in fields:
+            try:
+                fields[_FIELD[name]] = parse_duration(str(fields.pop(name)))
+            except ValueError as error:
+                raise SpecError(
+                    FieldError(field=name, value=str(path), message=str(error))
+                ) from None
+    return fields
