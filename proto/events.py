@@ -64,7 +64,7 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     cpus: int = 0  # requested CPUs; with memory, makes the charge DRF-weighted (R10)
     memory_mib: int = 0
     min_runtime_ns: int = 0  # > 0 and a budget left: the job is funded (R8, R13)
-    max_runtime_ns: int | None = None  # the job is stopped after this long
+    max_runtime_ns: int | None = None  # the longest it runs, as declared (for reservations)
     tier: Tier = "batch"  # interactive work goes before batch, batch before best-effort
 
 

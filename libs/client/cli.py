@@ -323,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--min-runtime", type=duration, help="e.g. 30m: protected this long; with a budget, funded"
     )
-    submit.add_argument("--max-runtime", type=duration, help="e.g. 4h: stopped after this long")
+    submit.add_argument(
+        "--max-runtime", type=duration, help="e.g. 4h: the longest the job will run (declared)"
+    )
     submit.add_argument(
         "--wait", action="store_true", help="follow the job and exit with its exit code"
     )
