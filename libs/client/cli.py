@@ -115,9 +115,20 @@ async def cmd_status(args: argparse.Namespace) -> int:
 async def cmd_queue(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
         state = await client.state()
-    rows = render.queue_rows(state)
-    data = [dict(render.job_view(j), position=i) for i, j in enumerate(rows, start=1)]
-    emit(args, data, render.queue_table(state))
+    rows = render.queue_rows(state, time.time_ns())
+    emit(args, rows, render.queue_table(rows))
+    return 0
+
+
+async def cmd_explain(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    job = state.jobs.get(args.job)
+    if job is None:
+        print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
+        return 1
+    view = render.explain(state, job, time.time_ns())
+    emit(args, view, render.explain_text(view))
     return 0
 
 
@@ -342,7 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     status = add("status", cmd_status, "all jobs, or one job in detail")
     status.add_argument("job", nargs="?")
 
-    add("queue", cmd_queue, "pending jobs in order, with the reason each waits")
+    add("queue", cmd_queue, "pending jobs in the planner's order, with the reason each waits")
+    explain_cmd = add("explain", cmd_explain, "why a job waits, where it runs, how it ended")
+    explain_cmd.add_argument("job")
     add("nodes", cmd_nodes, "nodes, their state and their jobs")
 
     cancel = add("cancel", cmd_cancel, "cancel a pending or running job")

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State
+from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, queue
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
@@ -79,25 +79,46 @@ def job_detail(job: JobRecord) -> str:
     return "\n".join(lines)
 
 
-def queue_rows(state: State) -> list[JobRecord]:
-    jobs = [state.jobs[j] for j in state.pending]
-    return sorted(jobs, key=lambda j: (j.submitted_seq, j.job_id))
+def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
+    """Pending jobs in the planner's order, with why each waits and its account's rank."""
+    ranked = standings(state, now, DEFAULT_POLICY.fair_share)
+    rows = []
+    for position, job in enumerate(queue(state, now, DEFAULT_POLICY), start=1):
+        standing = ranked.get(job.spec.account)
+        rows.append(
+            {
+                "position": position,
+                "job_id": job.job_id,
+                "name": job.spec.name,
+                "tier": job.spec.tier,
+                "account": job.spec.account,
+                "account_rank": None if standing is None else standing.rank,
+                "gpus": job.spec.gpus,
+                "waiting_s": max(0, now - job.submitted_at) // 10**9,
+                "reason": None if job.reason is None else msgspec.to_builtins(job.reason),
+                "reason_text": reason_text(job.reason),
+            }
+        )
+    return rows
 
 
-def queue_table(state: State) -> str:
-    rows = [
+def queue_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
         [
-            pos,
-            j.job_id,
-            j.spec.name or "-",
-            j.spec.account,
-            j.spec.gpus,
-            when(j.submitted_at),
-            reason_text(j.reason),
+            r["position"],
+            r["job_id"],
+            r["name"] or "-",
+            r["tier"],
+            r["account"],
+            "-" if r["account_rank"] is None else r["account_rank"],
+            r["gpus"],
+            f"{r['waiting_s']}s",
+            r["reason_text"],
         ]
-        for pos, j in enumerate(queue_rows(state), start=1)
+        for r in rows
     ]
-    return table(["POS", "JOB", "NAME", "ACCOUNT", "GPUS", "SUBMITTED", "REASON"], rows)
+    headers = ["POS", "JOB", "NAME", "TIER", "ACCOUNT", "RANK", "GPUS", "WAITING", "REASON"]
+    return table(headers, lines)
 
 
 def node_view(node: NodeRecord) -> dict[str, Any]:
@@ -196,3 +217,58 @@ def owed_table(report: list[OwedDelivered]) -> str:
         "DELIVERED/OWED",
     ]
     return table(headers, rows)
+
+
+def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
+    """Why a job is where it is: its place and reason while it waits, where and how it
+    was admitted, how it ended; and the fair-share numbers of its account."""
+    standing = standings(state, now, DEFAULT_POLICY.fair_share).get(job.spec.account)
+    view: dict[str, Any] = {
+        "job_id": job.job_id,
+        "status": str(job.status),
+        "tier": job.spec.tier,
+        "account": job.spec.account,
+        "account_standing": None
+        if standing is None
+        else {
+            "rank": standing.rank,
+            "share": float(standing.share),
+            "decayed_usage_gpu_hours": standing.usage_gpu_ms / MS_PER_HOUR,
+            "level_factor": None if standing.level_factor is None else float(standing.level_factor),
+        },
+    }
+    if job.job_id in state.pending:
+        order = [j.job_id for j in queue(state, now, DEFAULT_POLICY)]
+        view["position"] = order.index(job.job_id) + 1
+        view["queue_length"] = len(order)
+        view["reason"] = reason_text(job.reason)
+    if job.node_id is not None:
+        view.update(node=job.node_id, gpus=job.gpus, funded=job.funded)
+    if job.status.terminal:
+        view.update(ended=job.end_reason, exit_code=job.exit_code)
+    return view
+
+
+def explain_text(view: dict[str, Any]) -> str:
+    lines = [f"{view['job_id']}: {view['status']} ({view['tier']}, account {view['account']})"]
+    if "position" in view:
+        lines.append(
+            f"  waiting: position {view['position']} of {view['queue_length']}: {view['reason']}"
+        )
+    if "node" in view:
+        funded = "funded" if view["funded"] else "unfunded (may be preempted by funded work)"
+        lines.append(f"  admitted to {view['node']} GPUs {view['gpus']}, {funded}")
+    if "ended" in view:
+        lines.append(f"  ended: {view['ended']} (exit code {view['exit_code']})")
+    standing = view["account_standing"]
+    if standing is not None:
+        factor = (
+            "no usage yet"
+            if standing["level_factor"] is None
+            else f"{standing['level_factor']:.3f}"
+        )
+        lines.append(
+            f"  account rank {standing['rank']}: share {standing['share']:.1%} among its siblings, "
+            f"decayed usage {standing['decayed_usage_gpu_hours']:.2f} GPU-h, level factor {factor}"
+        )
+    return "\n".join(lines)

@@ -8,7 +8,7 @@ one event into a ``State`` the caller owns; ``plan`` decides from a state and a 
 from allot.core.fold import apply, apply_record
 from allot.core.liveness import silent_nodes
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
-from allot.core.planner import DEFAULT_POLICY, Plan, Policy, plan, policy_hash
+from allot.core.planner import DEFAULT_POLICY, Plan, Policy, plan, policy_hash, queue
 from allot.core.validate import (
     key_reused,
     known_submission,
@@ -31,6 +31,7 @@ __all__ = [
     "known_submission",
     "plan",
     "policy_hash",
+    "queue",
     "silent_nodes",
     "validate_cancel",
     "validate_submission",

@@ -202,6 +202,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         job.node_id = node.node_id
         job.gpus = list(admission.gpus)
         job.admitted_at = e.now
+        job.funded = admission.funded
         job.reason = None
         del state.pending[job.job_id]
     for reason in e.pending:

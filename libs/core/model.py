@@ -51,6 +51,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     output_path: str | None = None
     last_checkpoint_at: int | None = None
     cancel_requested: bool = False
+    funded: bool = False  # as its admission said
     attempts: int = 0
     reason: PendingReason | None = None  # why it waits, as the last plan said
     end_reason: str = ""

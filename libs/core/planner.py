@@ -86,6 +86,11 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
     return Plan(admissions=admissions, pending=pending, ranks=ranks)
 
 
+def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
+    """The pending jobs in the order the planner considers them at ``now``."""
+    return _queue(state, standings(state, now, policy.fair_share), now, policy)
+
+
 def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
     outside_the_tree = len(ranked) + 1
 

@@ -245,3 +245,39 @@ async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(
     assert alice["owed_gpu_ms"] > 0  # it wanted GPUs while they were there
     assert rows["lab"]["delivered_gpu_ms"] >= alice["delivered_gpu_ms"]
     assert "DELIVERED/OWED" in cli(stack.url, "budget", "report").stdout
+
+
+async def test_queue_and_explain_show_order_reasons_and_placement(
+    stack: Stack, client: AsyncClient
+) -> None:
+    def submit(*args: str) -> str:
+        done = cli(
+            stack.url, "submit", "--gpus", "4", "--account", "lab/a", *args, "--", "sleep", "60"
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    running_job = submit()
+    await until(client, lambda s: s.jobs.get(running_job) is not None and running(s, running_job))
+    batch = submit("--name", "later-batch")
+    interactive = submit("--tier", "interactive", "--name", "notebook")
+    await until(
+        client,
+        lambda s: all(
+            s.jobs.get(j) is not None and s.jobs[j].reason is not None for j in (batch, interactive)
+        ),
+    )
+    rows = json.loads(cli(stack.url, "queue", "--json").stdout)
+    assert [(r["job_id"], r["tier"], r["reason_text"]) for r in rows] == [
+        (interactive, "interactive", "NO_FIT(need 4)"),
+        (batch, "batch", "NO_FIT(need 4)"),
+    ]
+    waiting = json.loads(cli(stack.url, "explain", batch, "--json").stdout)
+    assert (waiting["position"], waiting["queue_length"], waiting["reason"]) == (
+        2,
+        2,
+        "NO_FIT(need 4)",
+    )
+    placed = cli(stack.url, "explain", running_job)
+    assert "admitted to node-1 GPUs [0, 1, 2, 3], unfunded" in placed.stdout
+    assert cli(stack.url, "explain", "j-nope").returncode == 1
