@@ -205,6 +205,8 @@ class NodeRegistered(NodeEvent, frozen=True, kw_only=True, tag="NodeRegistered")
     cpus: int = 0
     memory_mib: int = 0
     simulated: bool = True
+    labels: dict[str, str] = {}  # topology and more: rack, block, ...
+    nvlink_islands: list[list[int]] = []  # GPU indices that share NVLink, one list per island
 
 
 class NodeHealthChanged(NodeEvent, frozen=True, kw_only=True, tag="NodeHealthChanged"):

@@ -304,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     up = add("up", cmd_up, "run NATS, every service and simulated nodes on this machine")
     up.add_argument("--nodes", default="2x8", help="simulated nodes, COUNTxGPUS (default 2x8)")
     up.add_argument(
+        "--cluster", type=Path, help="a TOML cluster file of [[nodes]] instead of --nodes"
+    )
+    up.add_argument(
         "--data-dir", type=Path, help="where the log and job files live (default $ALLOT_HOME/data)"
     )
     up.add_argument("--demo", action="store_true", help="submit a few small jobs once up")

@@ -136,10 +136,22 @@ def nodes_table(state: State) -> str:
             health += ",cordoned"
         model = node.gpus[0].model if node.gpus else "-"
         jobs = sorted(set(node.allocated.values()))
+        islands = " ".join(f"{i[0]}-{i[-1]}" for i in node.nvlink_islands if i) or "-"
+        labels = ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())) or "-"
         rows.append(
-            [node_id, health, model, len(node.gpus), len(node.free_gpus()), " ".join(jobs) or "-"]
+            [
+                node_id,
+                health,
+                model,
+                len(node.gpus),
+                len(node.free_gpus()),
+                islands,
+                labels,
+                " ".join(jobs) or "-",
+            ]
         )
-    return table(["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "JOBS"], rows)
+    headers = ["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "NVLINK", "LABELS", "JOBS"]
+    return table(headers, rows)
 
 
 def accounts_table(state: State) -> str:

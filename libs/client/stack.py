@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import tomllib
 from pathlib import Path
 
 import msgspec
@@ -17,11 +18,20 @@ from allot.client.client import AsyncClient
 
 log = logging.getLogger("allot.up")
 _NODES = re.compile(r"^(\d+)x(\d+)$")
+_NODE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-class NodeShape(msgspec.Struct, frozen=True):
+class NodeShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A simulated node: its GPUs and topology, as a cluster file or --nodes declares it."""
+
     node_id: str
     gpus: int
+    gpu_model: str = "SIM-H100"
+    labels: dict[str, str] = {}
+    nvlink_islands: str | None = None  # e.g. "0-3,4-7"; none: all GPUs share NVLink
+
+
+NODES_PER_RACK = 4
 
 
 def parse_nodes(text: str) -> list[NodeShape]:
@@ -32,7 +42,35 @@ def parse_nodes(text: str) -> list[NodeShape]:
         if not match or int(match[1]) < 1 or int(match[2]) < 1:
             raise ValueError(f"--nodes {text!r}: expected COUNTxGPUS such as 2x8 or 1x8,2x4")
         for _ in range(int(match[1])):
-            shapes.append(NodeShape(node_id=f"node-{len(shapes) + 1}", gpus=int(match[2])))
+            rack = f"r{len(shapes) // NODES_PER_RACK + 1}"
+            shapes.append(
+                NodeShape(
+                    node_id=f"node-{len(shapes) + 1}", gpus=int(match[2]), labels={"rack": rack}
+                )
+            )
+    return shapes
+
+
+def read_cluster(path: Path) -> list[NodeShape]:
+    """Nodes from a TOML cluster file of ``[[nodes]]`` tables (node_id, gpus, gpu_model,
+    labels, nvlink_islands). Raises ValueError naming the node and the field."""
+    try:
+        tables = tomllib.loads(path.read_text()).get("nodes", [])
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    shapes: list[NodeShape] = []
+    for number, table in enumerate(tables, start=1):
+        try:
+            shape = msgspec.convert(table, NodeShape)
+        except msgspec.ValidationError as error:
+            raise ValueError(f"{path}: node {number}: {error}") from None
+        if shape.gpus < 1 or not _NODE_ID.match(shape.node_id):
+            raise ValueError(f"{path}: node {number}: node_id and gpus >= 1 are required")
+        if shape.node_id in {s.node_id for s in shapes}:
+            raise ValueError(f"{path}: node {number}: node_id {shape.node_id!r} twice")
+        shapes.append(shape)
+    if not shapes:
+        raise ValueError(f"{path}: no [[nodes]]")
     return shapes
 
 
@@ -103,6 +141,14 @@ class Stack:
                     node.node_id,
                     "--gpus",
                     str(node.gpus),
+                    "--gpu-model",
+                    node.gpu_model,
+                    *(["--nvlink-islands", node.nvlink_islands] if node.nvlink_islands else []),
+                    *[
+                        arg
+                        for k, v in sorted(node.labels.items())
+                        for arg in ("--label", f"{k}={v}")
+                    ],
                     "--work-dir",
                     str(self.node_work_dir(node.node_id)),
                     "--heartbeat",

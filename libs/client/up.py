@@ -12,7 +12,7 @@ from typing import Any
 
 from allot.client.cli import allot_home, current_file
 from allot.client.client import AsyncClient
-from allot.client.stack import Stack, parse_nodes
+from allot.client.stack import Stack, parse_nodes, read_cluster
 from allot.proto.events import JobSpec
 
 DEMO_ACCOUNTS: dict[str, dict[str, Any]] = {
@@ -45,7 +45,7 @@ DEMO_JOBS = [
 async def up(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s %(message)s")
     try:
-        nodes = parse_nodes(args.nodes)
+        nodes = read_cluster(args.cluster) if args.cluster else parse_nodes(args.nodes)
     except ValueError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2

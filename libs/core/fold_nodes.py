@@ -38,6 +38,8 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
             registered_at=e.meta.at,
             cpus=e.cpus,
             memory_mib=e.memory_mib,
+            labels=dict(e.labels),
+            nvlink_islands=[list(island) for island in e.nvlink_islands],
         )
         return
     # A restarted agent: the node is back; what its jobs hold stays held until they end.
@@ -45,6 +47,8 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
     node.hostname = e.hostname
     node.gpus = list(e.gpus)
     node.cpus, node.memory_mib = e.cpus, e.memory_mib
+    node.labels = dict(e.labels)
+    node.nvlink_islands = [list(island) for island in e.nvlink_islands]
     node.registered_at = e.meta.at
     node.lost = False
 

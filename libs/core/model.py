@@ -64,6 +64,8 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     registered_at: int
     cpus: int = 0
     memory_mib: int = 0
+    labels: dict[str, str] = {}
+    nvlink_islands: list[list[int]] = []
     healthy: bool = True
     lost: bool = False
     cordoned: bool = False

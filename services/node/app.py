@@ -50,19 +50,15 @@ class NodeAgent:
         self,
         events: EventLog,
         node_id: str,
-        gpus: list[GpuInfo],
+        inventory: "NodeInventory",
         work_dir: Path,
-        cpus: int = 0,
-        memory_mib: int = 0,
         heartbeat_s: float = 1.0,
         stop_grace_s: float = 10.0,
         clock: Clock | None = None,
     ):
         self.events = events
         self.node_id = node_id
-        self.gpus = gpus
-        self.cpus = cpus
-        self.memory_mib = memory_mib
+        self.inventory = inventory
         self.work_dir = work_dir
         self.heartbeat_s = heartbeat_s
         self.stop_grace_s = stop_grace_s
@@ -85,9 +81,11 @@ class NodeAgent:
             meta=stamp(self.node_id, self.clock),
             node_id=self.node_id,
             hostname=socket.gethostname(),
-            gpus=self.gpus,
-            cpus=self.cpus,
-            memory_mib=self.memory_mib,
+            gpus=self.inventory.gpus,
+            cpus=self.inventory.cpus,
+            memory_mib=self.inventory.memory_mib,
+            labels=self.inventory.labels,
+            nvlink_islands=self.inventory.nvlink_islands,
         )
         await self.events.append(registered)
 
@@ -272,18 +270,54 @@ class JobWatch:
         self.kill_timer: asyncio.TimerHandle | None = None
 
 
-def simulated_gpus(count: int, model: str, memory_mib: int) -> list[GpuInfo]:
-    return [GpuInfo(index=i, model=model, memory_mib=memory_mib) for i in range(count)]
+class NodeInventory(msgspec.Struct, frozen=True, kw_only=True):
+    """What a node offers, as it registers it."""
+
+    gpus: list[GpuInfo]
+    cpus: int = 0
+    memory_mib: int = 0
+    labels: dict[str, str] = {}
+    nvlink_islands: list[list[int]] = []
+
+
+def simulated_inventory(args: argparse.Namespace) -> NodeInventory:
+    gpus = [
+        GpuInfo(index=i, model=args.gpu_model, memory_mib=args.gpu_memory_mib)
+        for i in range(args.gpus)
+    ]
+    labels = dict(item.split("=", 1) for item in args.label)
+    return NodeInventory(
+        gpus=gpus,
+        cpus=args.cpus,
+        memory_mib=args.memory_mib,
+        labels=labels,
+        nvlink_islands=parse_islands(args.nvlink_islands, args.gpus),
+    )
+
+
+def parse_islands(text: str | None, gpus: int) -> list[list[int]]:
+    """``"0-3,4-7"`` -> [[0, 1, 2, 3], [4, 5, 6, 7]]; none given: one island of all GPUs."""
+    if not text:
+        return [list(range(gpus))]
+    islands: list[list[int]] = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        island = list(range(int(first), int(last or first) + 1))
+        if not island or island[-1] >= gpus:
+            raise ValueError(f"--nvlink-islands {text!r}: GPU indices are 0..{gpus - 1}")
+        islands.append(island)
+    flat = [g for island in islands for g in island]
+    if len(flat) != len(set(flat)):
+        raise ValueError(f"--nvlink-islands {text!r}: a GPU is in two islands")
+    return islands
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
     agent = NodeAgent(
         events,
         node_id=args.node_id,
-        gpus=simulated_gpus(args.gpus, args.gpu_model, args.gpu_memory_mib),
+        inventory=simulated_inventory(args),
         work_dir=args.work_dir,
-        cpus=args.cpus,
-        memory_mib=args.memory_mib,
         heartbeat_s=args.heartbeat,
         stop_grace_s=args.stop_grace,
     )

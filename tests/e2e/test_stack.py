@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from allot.client import AsyncClient
-from allot.client.stack import Stack
+from allot.client.stack import Stack, read_cluster
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, policy_hash
 from allot.proto.events import JobSpec, PlanComputed
 from tests.stack import cli, gone, python, running, until
@@ -281,3 +281,20 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
     placed = cli(stack.url, "explain", running_job)
     assert "admitted to node-1 GPUs [0, 1, 2, 3], unfunded" in placed.stdout
     assert cli(stack.url, "explain", "j-nope").returncode == 1
+
+
+async def test_nodes_register_their_topology(tmp_path: Path) -> None:
+    nodes = read_cluster(Path(__file__).resolve().parents[2] / "examples" / "cluster.toml")
+    async with (
+        Stack(tmp_path / "allot", nodes, restart=False) as s,
+        await AsyncClient.connect(s.url) as client,
+    ):
+        state = await client.state()
+        a100 = state.nodes["a100-1"]
+        assert a100.nvlink_islands == [[0, 1, 2, 3], [4, 5, 6, 7]]
+        assert a100.labels == {"block": "b1", "rack": "r1"}
+        assert a100.gpus[0].model == "SIM-A100"
+        assert state.nodes["h100-1"].nvlink_islands == [list(range(8))]
+        shown = cli(s.url, "nodes").stdout
+        assert "0-3 4-7" in shown
+        assert "block=b1,rack=r1" in shown
