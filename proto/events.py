@@ -50,22 +50,40 @@ class AccountEvent(Event, frozen=True, kw_only=True):
 Tier = Literal["interactive", "batch", "best-effort"]
 TIERS: Final[tuple[Tier, ...]] = ("interactive", "batch", "best-effort")  # in order of service
 
+Topology = Literal["nvlink", "node", "rack", "any"]
+# From the tightest to the loosest: where the GPUs of all workers of a job must be.
+TOPOLOGIES: Final[tuple[Topology, ...]] = ("nvlink", "node", "rack", "any")
+
+DEFAULT_GRACE_NS: Final = 30 * 10**9
+
 
 class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What a user asked for. Later fields (workers, tiers, runtimes) arrive with defaults."""
+    """What a user asked for: ``workers`` processes of ``gpus`` GPUs each, started all at
+    once or not at all (a gang). Later fields arrive with defaults."""
 
     account: str
-    gpus: int
+    gpus: int  # per worker; an elastic job's minimum
     command: list[str]
     name: str = ""
     resumable: bool = False
     env: dict[str, str] = {}
     workdir: str | None = None
-    cpus: int = 0  # requested CPUs; with memory, makes the charge DRF-weighted (R10)
-    memory_mib: int = 0
+    cpus: int = 0  # per worker; with memory, makes the charge DRF-weighted (R10)
+    memory_mib: int = 0  # per worker
     min_runtime_ns: int = 0  # > 0 and a budget left: the job is funded (R8, R13)
     max_runtime_ns: int | None = None  # the longest it runs, as declared (for reservations)
     tier: Tier = "batch"  # interactive work goes before batch, batch before best-effort
+    workers: int = 1
+    topology: Topology = "any"  # where the workers' GPUs must be, relative to each other
+    flavor: str | None = None  # a GPU model, e.g. "H100"; None: any model
+    max_gpus: int | None = None  # elastic (one worker): from ``gpus`` up to this many (R6)
+    checkpoint_interval_ns: int | None = None  # how often it checkpoints, as declared
+    grace_ns: int = DEFAULT_GRACE_NS  # from SIGTERM to SIGKILL when it is stopped
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs the job needs to start."""
+        return self.workers * self.gpus
 
 
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
@@ -135,15 +153,31 @@ class JobRequeued(JobEvent, frozen=True, kw_only=True, tag="JobRequeued"):
     reason: str
 
 
+class MaxWaitExceeded(JobEvent, frozen=True, kw_only=True, tag="MaxWaitExceeded"):
+    """A job has waited longer than its account's maximum-wait target (R11); appended by
+    the planner once per job attempt."""
+
+    account: str  # the account whose target it is: the job's own or the nearest ancestor's
+    attempt: int
+    waited_ns: int
+    max_wait_ns: int
+
+
 # --- plans ------------------------------------------------------------------------------
 
 ReasonParams = dict[str, int | str]
 
 
-class Admission(msgspec.Struct, frozen=True, kw_only=True):
-    job_id: str
+class Placement(msgspec.Struct, frozen=True, kw_only=True):
+    """The GPUs a job gets on one node; a gang has one placement per node it spans."""
+
     node_id: str
     gpus: list[int]
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    placements: list[Placement]  # in node-rank order: the first node's host leads the gang
     funded: bool = False  # unfunded work runs on idle capacity and may be preempted (R8)
 
 
@@ -299,6 +333,7 @@ AnyEvent = (
     | KillRequested
     | JobPreempted
     | JobRequeued
+    | MaxWaitExceeded
     | PlanComputed
     | NodeRegistered
     | NodeHealthChanged
@@ -325,6 +360,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     KillRequested,
     JobPreempted,
     JobRequeued,
+    MaxWaitExceeded,
     PlanComputed,
     NodeRegistered,
     NodeHealthChanged,

@@ -14,6 +14,7 @@ from allot.proto.events import (
     Meta,
     NodeLost,
     NodeRegistered,
+    Placement,
     PlanComputed,
 )
 
@@ -45,7 +46,8 @@ def node(node_id: str, gpus: int = 8) -> NodeRegistered:
     )
 
 
-def plan(*admissions: tuple[str, str, list[int]], basis_seq: int = 0) -> PlanComputed:
+def plan(*admissions: tuple[str, str, list[int]] | Admission, basis_seq: int = 0) -> PlanComputed:
+    """A plan admitting jobs: ``(job, node, gpus)`` for one node, an ``Admission`` for more."""
     return PlanComputed(
         meta=meta(),
         basis_seq=basis_seq,
@@ -53,7 +55,15 @@ def plan(*admissions: tuple[str, str, list[int]], basis_seq: int = 0) -> PlanCom
         policy="first-fit",
         policy_hash="x",
         code_version="test",
-        admissions=[Admission(job_id=j, node_id=n, gpus=g) for j, n, g in admissions],
+        admissions=[
+            a if isinstance(a, Admission) else admission(a[0], (a[1], a[2])) for a in admissions
+        ],
+    )
+
+
+def admission(job_id: str, *placements: tuple[str, list[int]]) -> Admission:
+    return Admission(
+        job_id=job_id, placements=[Placement(node_id=n, gpus=g) for n, g in placements]
     )
 
 

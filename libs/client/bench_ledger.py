@@ -30,6 +30,7 @@ from allot.proto.events import (
     JobSubmitted,
     Meta,
     NodeRegistered,
+    Placement,
     PlanComputed,
     UsageCharged,
 )
@@ -70,10 +71,11 @@ def synthetic_log(events: int, teams: int, seed: int) -> list[Event]:
         spec = JobSpec(account=account, gpus=1, command=["train"])
         runtime = rng.randint(60, 3600) * S
         log.append(JobSubmitted(meta=meta(now), job_id=job_id, spec=spec))
+        placement = Placement(node_id=node, gpus=[0])
         log.append(
             PlanComputed(
                 meta=meta(now), basis_seq=len(log), now=now, policy="bench", policy_hash="-",
-                code_version="-", admissions=[Admission(job_id=job_id, node_id=node, gpus=[0])],
+                code_version="-", admissions=[Admission(job_id=job_id, placements=[placement])],
             )
         )  # fmt: skip
         log.append(

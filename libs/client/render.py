@@ -6,10 +6,11 @@ from typing import Any
 
 import msgspec
 
-from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, queue
+from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, plan, queue
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
+from allot.core.planner import Waiting
 from allot.proto.events import PendingReason
 
 
@@ -35,6 +36,19 @@ def reason_text(reason: PendingReason | None) -> str:
     return f"{reason.code}({params})" if params else reason.code
 
 
+def placements_text(job: JobRecord) -> str:
+    """``n1[0,1] n2[0,1,2,3]``: where the job holds GPUs."""
+    return " ".join(f"{node}[{','.join(map(str, gpus))}]" for node, gpus in job.placements.items())
+
+
+def shape_text(job: JobRecord) -> str:
+    """``2x4`` for a gang of two 4-GPU workers, ``2..8`` for an elastic job, else ``4``."""
+    spec = job.spec
+    if spec.max_gpus is not None:
+        return f"{spec.gpus}..{spec.max_gpus}"
+    return f"{spec.workers}x{spec.gpus}" if spec.workers > 1 else str(spec.gpus)
+
+
 def job_view(job: JobRecord) -> dict[str, Any]:
     view: dict[str, Any] = msgspec.to_builtins(job)
     view["status"] = str(job.status)
@@ -47,18 +61,15 @@ def jobs_table(jobs: Sequence[JobRecord]) -> str:
             j.job_id,
             j.spec.name or "-",
             j.spec.account,
-            j.spec.gpus,
+            shape_text(j),
             j.status,
-            j.node_id or "-",
-            ",".join(map(str, j.gpus)) or "-",
+            placements_text(j) or "-",
             "-" if j.exit_code is None else j.exit_code,
             when(j.submitted_at),
         ]
         for j in jobs
     ]
-    return table(
-        ["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "NODE", "GPU IDS", "EXIT", "SUBMITTED"], rows
-    )
+    return table(["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "PLACED", "EXIT", "SUBMITTED"], rows)
 
 
 def job_detail(job: JobRecord) -> str:
@@ -66,8 +77,8 @@ def job_detail(job: JobRecord) -> str:
         f"job        {job.job_id}  ({job.spec.name or 'unnamed'})",
         f"status     {job.status}" + (f"  ({job.end_reason})" if job.end_reason else ""),
         f"account    {job.spec.account}",
-        f"gpus       {job.spec.gpus}"
-        + (f" on {job.node_id} [{','.join(map(str, job.gpus))}]" if job.node_id else ""),
+        f"gpus       {shape_text(job)} ({job.spec.topology})"
+        + (f" on {placements_text(job)}" if job.placements else ""),
         f"command    {' '.join(job.spec.command)}",
         f"submitted  {when(job.submitted_at)}   admitted {when(job.admitted_at)}   "
         f"started {when(job.started_at)}   ended {when(job.ended_at)}",
@@ -80,11 +91,17 @@ def job_detail(job: JobRecord) -> str:
 
 
 def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
-    """Pending jobs in the planner's order, with why each waits and its account's rank."""
+    """Pending jobs in the planner's order, each with why it waits as the planner sees it
+    now (the figures of the moment included), its account's rank and an estimated start
+    where one is known."""
     ranked = standings(state, now, DEFAULT_POLICY.fair_share)
+    decided = plan(state, now, DEFAULT_POLICY)
+    waiting = {w.reason.job_id: w for w in decided.waiting}
     rows = []
     for position, job in enumerate(queue(state, now, DEFAULT_POLICY), start=1):
         standing = ranked.get(job.spec.account)
+        seen = waiting.get(job.job_id)
+        start = None if seen is None else seen.detail.get("estimated_start")
         rows.append(
             {
                 "position": position,
@@ -93,13 +110,24 @@ def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
                 "tier": job.spec.tier,
                 "account": job.spec.account,
                 "account_rank": None if standing is None else standing.rank,
-                "gpus": job.spec.gpus,
-                "waiting_s": max(0, now - job.submitted_at) // 10**9,
-                "reason": None if job.reason is None else msgspec.to_builtins(job.reason),
-                "reason_text": reason_text(job.reason),
+                "gpus": shape_text(job),
+                "waiting_s": max(0, now - job.queued_at) // 10**9,
+                "max_wait_exceeded": job.max_wait_exceeded,
+                "reason": None if seen is None else msgspec.to_builtins(seen.reason),
+                "detail": {} if seen is None else dict(seen.detail),
+                "reason_text": "admitted by the next plan" if seen is None else waiting_text(seen),
+                "estimated_start": start,
             }
         )
     return rows
+
+
+def waiting_text(waiting: Waiting) -> str:
+    detail = {k: v for k, v in waiting.detail.items() if k != "estimated_start"}
+    text = reason_text(waiting.reason)
+    if detail:
+        text += "; " + ", ".join(f"{k} {v}" for k, v in sorted(detail.items()))
+    return text
 
 
 def queue_table(rows: list[dict[str, Any]]) -> str:
@@ -112,13 +140,14 @@ def queue_table(rows: list[dict[str, Any]]) -> str:
             r["account"],
             "-" if r["account_rank"] is None else r["account_rank"],
             r["gpus"],
-            f"{r['waiting_s']}s",
+            f"{r['waiting_s']}s" + (" OVER MAX-WAIT" if r["max_wait_exceeded"] else ""),
+            when(r["estimated_start"]),
             r["reason_text"],
         ]
         for r in rows
     ]
-    headers = ["POS", "JOB", "NAME", "TIER", "ACCOUNT", "RANK", "GPUS", "WAITING", "REASON"]
-    return table(headers, lines)
+    headers = ["POS", "JOB", "NAME", "TIER", "ACCOUNT", "RANK", "GPUS", "WAITING", "EST START"]
+    return table([*headers, "REASON"], lines)
 
 
 def node_view(node: NodeRecord) -> dict[str, Any]:
@@ -250,12 +279,19 @@ def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
         },
     }
     if job.job_id in state.pending:
-        order = [j.job_id for j in queue(state, now, DEFAULT_POLICY)]
-        view["position"] = order.index(job.job_id) + 1
-        view["queue_length"] = len(order)
-        view["reason"] = reason_text(job.reason)
-    if job.node_id is not None:
-        view.update(node=job.node_id, gpus=job.gpus, funded=job.funded)
+        decided = plan(state, now, DEFAULT_POLICY)
+        seen = next((w for w in decided.waiting if w.reason.job_id == job.job_id), None)
+        view["queue_length"] = len(state.pending)
+        view["recorded_reason"] = reason_text(job.reason)
+        view["max_wait_exceeded"] = job.max_wait_exceeded
+        if seen is None:
+            view["reason"] = "admitted by the next plan"
+        else:
+            view.update(position=seen.position, reason=waiting_text(seen))
+            if "estimated_start" in seen.detail:
+                view["estimated_start"] = when(int(seen.detail["estimated_start"]))
+    if job.placements:
+        view.update(placements=placements_text(job), funded=job.funded)
     if job.status.terminal:
         view.update(ended=job.end_reason, exit_code=job.exit_code)
     return view
@@ -267,9 +303,15 @@ def explain_text(view: dict[str, Any]) -> str:
         lines.append(
             f"  waiting: position {view['position']} of {view['queue_length']}: {view['reason']}"
         )
-    if "node" in view:
+    elif "reason" in view:
+        lines.append(f"  waiting: {view['reason']}")
+    if "estimated_start" in view:
+        lines.append(f"  estimated start: {view['estimated_start']} (GPUs are held for it)")
+    if view.get("max_wait_exceeded"):
+        lines.append("  it has waited longer than its account's maximum-wait target")
+    if "placements" in view:
         funded = "funded" if view["funded"] else "unfunded (may be preempted by funded work)"
-        lines.append(f"  admitted to {view['node']} GPUs {view['gpus']}, {funded}")
+        lines.append(f"  admitted to {view['placements']}, {funded}")
     if "ended" in view:
         lines.append(f"  ended: {view['ended']} (exit code {view['exit_code']})")
     standing = view["account_standing"]

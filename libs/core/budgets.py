@@ -22,7 +22,7 @@ def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> boo
     fund more than the budgets hold."""
     if spec.min_runtime_ns <= 0:
         return False
-    cost = spec.gpus * (spec.min_runtime_ns // 1_000_000)
+    cost = spec.total_gpus * (spec.min_runtime_ns // 1_000_000)
     budgeted = [a for a in ancestry(spec.account) if a in state.budgets]
     if not budgeted:
         return False

@@ -21,6 +21,7 @@ from allot.proto.events import (
     JobStarted,
     JobSubmitted,
     KillRequested,
+    MaxWaitExceeded,
     PlanComputed,
     StopRequested,
 )
@@ -42,9 +43,11 @@ def release(state: State, job: JobRecord, at: int) -> None:
         run.until_ns = max(at, run.from_ns)
         if run.until_ns == run.from_ns:
             del state.unbilled[(job.job_id, job.attempts)]
-    node = state.nodes.get(job.node_id) if job.node_id else None
-    if node is not None:
-        for index in job.gpus:
+    for node_id, gpus in job.placements.items():
+        node = state.nodes.get(node_id)
+        if node is None:
+            continue
+        for index in gpus:
             if node.allocated.get(index) == job.job_id:
                 del node.allocated[index]
 
@@ -60,12 +63,12 @@ def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: st
 def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
     release(state, job, at)
     job.status = JobStatus.PENDING
-    job.node_id = None
-    job.gpus = []
-    job.pid = None
+    job.placements, job.started_on, job.exited_on = {}, {}, {}
     job.admitted_at = job.started_at = None
     job.cancel_requested = False
     job.reason = None
+    job.max_wait_exceeded = False
+    job.queued_at = at
     job.attempts += 1
     job.end_reason = reason
     state.pending[job.job_id] = None
@@ -83,6 +86,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         status=JobStatus.PENDING,
         submitted_seq=seq,
         submitted_at=e.meta.at,
+        queued_at=e.meta.at,
         idempotency_key=e.idempotency_key,
     )
     state.pending[e.job_id] = None
@@ -116,10 +120,10 @@ def _attempt_on_node(
     """The job, if a node's report is about its current attempt there; else ignore the
     report (a late one from an earlier attempt must not end the next)."""
     job = _job(state, job_id)
-    if job.status not in statuses or job.node_id != node_id or job.attempts != attempt:
+    if job.status not in statuses or node_id not in job.placements or job.attempts != attempt:
         raise Ignore(
-            f"job {job_id} is {job.status} on {job.node_id} in attempt {job.attempts}; "
-            f"the report is from {node_id} about attempt {attempt}"
+            f"job {job_id} is {job.status} on {','.join(job.placements) or '-'} in attempt "
+            f"{job.attempts}; the report is from {node_id} about attempt {attempt}"
         )
     return job
 
@@ -130,18 +134,23 @@ def _cancelled(state: State, seq: int, e: JobCancelled) -> None:
 
 
 def _started(state: State, seq: int, e: JobStarted) -> None:
-    job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, (JobStatus.ADMITTED,))
+    job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, _HOLDING)
+    if e.node_id in job.started_on:
+        raise Ignore(f"job {e.job_id} already started on {e.node_id} in attempt {e.attempt}")
+    job.started_on[e.node_id] = e.pid
+    if len(job.started_on) == 1 or e.node_id == next(iter(job.placements)):
+        job.output_path = e.output_path  # the lead node's output, once it started
+    if job.status == JobStatus.RUNNING:
+        return  # another node of a gang that is already running
     job.status = JobStatus.RUNNING
     job.started_at = e.meta.at
-    job.pid = e.pid
     state.unbilled[(job.job_id, job.attempts)] = UnbilledRun(
         account=job.spec.account,
-        gpus=len(job.gpus),
-        cpus=job.spec.cpus,
-        memory_mib=job.spec.memory_mib,
+        gpus=job.gpu_count,
+        cpus=job.spec.cpus * job.spec.workers,
+        memory_mib=job.spec.memory_mib * job.spec.workers,
         from_ns=e.meta.at,
     )
-    job.output_path = e.output_path
 
 
 def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
@@ -152,15 +161,27 @@ def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
 
 
 def _exited(state: State, seq: int, e: JobExited) -> None:
+    """One node's process of the job ended. A gang ends with its first failing process (its
+    other nodes then kill theirs, as the job no longer holds their GPUs), or succeeds once
+    every process has exited 0."""
     job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, _HOLDING)
+    if e.node_id in job.exited_on:
+        raise Ignore(f"job {e.job_id} already exited on {e.node_id} in attempt {e.attempt}")
+    job.exited_on[e.node_id] = e.exit_code
+    if e.exit_code == 0 and not job.cancel_requested and len(job.exited_on) < len(job.placements):
+        return
     job.exit_code = e.exit_code
-    job.output_path = e.output_path
+    if e.node_id == next(iter(job.placements)):
+        job.output_path = e.output_path
     if job.cancel_requested:
         end_job(state, job, JobStatus.CANCELLED, e.meta.at, "cancelled while running")
     elif e.exit_code == 0:
         end_job(state, job, JobStatus.SUCCEEDED, e.meta.at, e.reason or "exit 0")
     else:
-        end_job(state, job, JobStatus.FAILED, e.meta.at, e.reason or f"exit {e.exit_code}")
+        where = f" on {e.node_id}" if len(job.placements) > 1 else ""
+        end_job(
+            state, job, JobStatus.FAILED, e.meta.at, (e.reason or f"exit {e.exit_code}") + where
+        )
 
 
 def _stop_requested(state: State, seq: int, e: StopRequested | KillRequested) -> None:
@@ -175,7 +196,7 @@ def _preempted(state: State, seq: int, e: JobPreempted) -> None:
         raise Ignore(f"job {e.job_id} is {job.status}, nothing to preempt")
     release(state, job, e.meta.at)
     job.status = JobStatus.PREEMPTED
-    job.gpus = []
+    job.placements = {}
 
 
 def _requeued(state: State, seq: int, e: JobRequeued) -> None:
@@ -183,6 +204,13 @@ def _requeued(state: State, seq: int, e: JobRequeued) -> None:
     if job.status != JobStatus.PREEMPTED:
         raise Ignore(f"job {e.job_id} is {job.status}, only preempted jobs are requeued")
     requeue(state, job, e.meta.at, e.reason)
+
+
+def _max_wait_exceeded(state: State, seq: int, e: MaxWaitExceeded) -> None:
+    job = _job(state, e.job_id)
+    if job.status != JobStatus.PENDING or job.attempts != e.attempt:
+        raise Ignore(f"job {e.job_id} is {job.status} in attempt {job.attempts}, not waiting")
+    job.max_wait_exceeded = True
 
 
 # --- plans ------------------------------------------------------------------------------
@@ -195,12 +223,13 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             state.note_ignored(seq, "PlanComputed.admission", f"{admission.job_id}: {problem}")
             continue
         job = state.jobs[admission.job_id]
-        node = state.nodes[admission.node_id]
-        for index in admission.gpus:
-            node.allocated[index] = job.job_id
+        for placement in admission.placements:
+            node = state.nodes[placement.node_id]
+            for index in placement.gpus:
+                node.allocated[index] = job.job_id
         job.status = JobStatus.ADMITTED
-        job.node_id = node.node_id
-        job.gpus = list(admission.gpus)
+        job.placements = {p.node_id: list(p.gpus) for p in admission.placements}
+        job.started_on, job.exited_on = {}, {}
         job.admitted_at = e.now
         job.funded = admission.funded
         job.reason = None
@@ -214,16 +243,29 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
 
 def _admission_problem(state: State, a: Admission) -> str:
     job = state.jobs.get(a.job_id)
-    node = state.nodes.get(a.node_id)
     if job is None or job.status != JobStatus.PENDING:
         return "job is not pending"
-    if node is None or not node.schedulable:
-        return f"node {a.node_id} is not schedulable"
-    if len(a.gpus) != job.spec.gpus or len(set(a.gpus)) != len(a.gpus):
-        return f"{len(a.gpus)} distinct GPUs needed {job.spec.gpus}"
-    indices = {g.index for g in node.gpus}
-    if any(i not in indices or i in node.allocated for i in a.gpus):
-        return f"GPUs {a.gpus} not free on {a.node_id}"
+    spec = job.spec
+    counts = [len(p.gpus) for p in a.placements]
+    total = sum(counts)
+    if spec.max_gpus is None and total != spec.total_gpus:
+        return f"{total} GPUs placed, the job needs {spec.total_gpus}"
+    if spec.max_gpus is not None and not spec.gpus <= total <= spec.max_gpus:
+        return f"{total} GPUs placed, the elastic job takes {spec.gpus} to {spec.max_gpus}"
+    if any(count % spec.gpus for count in counts) or len(
+        set(p.node_id for p in a.placements)
+    ) != len(a.placements):
+        return "placements split a worker or name a node twice"
+    for placement in a.placements:
+        node = state.nodes.get(placement.node_id)
+        if node is None or not node.schedulable:
+            return f"node {placement.node_id} is not schedulable"
+        indices = {g.index for g in node.gpus}
+        gpus = placement.gpus
+        if len(set(gpus)) != len(gpus) or any(
+            i not in indices or i in node.allocated for i in gpus
+        ):
+            return f"GPUs {gpus} not free on {placement.node_id}"
     return ""
 
 
@@ -239,5 +281,6 @@ RULES: dict[type[Event], FoldRule] = {
     KillRequested: _stop_requested,
     JobPreempted: _preempted,
     JobRequeued: _requeued,
+    MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
 }

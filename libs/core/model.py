@@ -40,13 +40,15 @@ class JobRecord(msgspec.Struct, kw_only=True):
     status: JobStatus
     submitted_seq: int
     submitted_at: int
+    queued_at: int  # when it last began to wait: its submission, or its latest requeue
     idempotency_key: str | None = None
-    node_id: str | None = None
-    gpus: list[int] = []
+    # Node id -> the GPUs this attempt holds there, in node-rank order (a gang spans several).
+    placements: dict[str, list[int]] = {}
+    started_on: dict[str, int] = {}  # node id -> pid of this attempt's process there
+    exited_on: dict[str, int | None] = {}  # node id -> exit code of this attempt's process
     admitted_at: int | None = None
-    started_at: int | None = None
+    started_at: int | None = None  # its first process started
     ended_at: int | None = None
-    pid: int | None = None
     exit_code: int | None = None
     output_path: str | None = None
     last_checkpoint_at: int | None = None
@@ -54,7 +56,17 @@ class JobRecord(msgspec.Struct, kw_only=True):
     funded: bool = False  # as its admission said
     attempts: int = 0
     reason: PendingReason | None = None  # why it waits, as the last plan said
+    max_wait_exceeded: bool = False  # this attempt's wait was reported as too long
     end_reason: str = ""
+
+    @property
+    def node_ids(self) -> list[str]:
+        return list(self.placements)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs held now: more than the spec's minimum when an elastic job got extra."""
+        return sum(len(gpus) for gpus in self.placements.values())
 
 
 class NodeRecord(msgspec.Struct, kw_only=True):

@@ -69,7 +69,7 @@ def owed_and_delivered(
                 demand.setdefault(account, {}),
                 job.submitted_at,
                 end,
-                job.spec.gpus,
+                job.spec.total_gpus,
                 window_start,
                 window_end,
             )

@@ -1,46 +1,93 @@
-"""Admission decisions: ``plan(state, now, policy) -> Plan``.
+"""Admission decisions: ``plan(state, now, policy) -> Plan``, one cycle over a snapshot.
 
-Order: pending jobs by tier (interactive, batch, best-effort), then by their account's
-fair-share rank (``allot.core.fairshare``), lifted one rank per aging step waited up to a
-bound so nothing starves, then by submission, then by job id.
+1. Snapshot: the free GPUs of schedulable nodes (``Capacity``) and quota use (``QuotaBook``).
+2. Order the pending jobs by tier (interactive, batch, best-effort); then jobs whose budget
+   is exhausted after the rest (they run on idle capacity only, R8); then by the account's
+   fair-share rank (``allot.core.fairshare``) lifted one rank per aging step waited, up to
+   a bound (R11); then by submission; then by job id.
+3. Quota: the job must fit its nominal quota, borrowing and lending limits (``quota``).
+4. Placement: whole gangs only, topology respected, best fit (``placement``).
+5. The highest-ranked job that does not fit gets a reservation: the GPUs it will take at
+   the earliest time running jobs' declared ``max_runtime`` free enough of them.
+6. Backfill: later jobs start only where they cannot delay that reservation: off its GPUs,
+   or on them only when their own ``max_runtime`` ends before it starts (R5).
+7. Elastic jobs admitted in this cycle grow toward ``max_gpus`` with what is left (R6).
 
-Placement: first fit, each job onto the first node (by id) with enough free GPUs, taking
-its lowest free indices. A job that does not fit does not block the ones behind it. Every
-job left waiting gets a stable reason code; a plan carries only the reasons that changed
-since the log last stated them, so the folded state always knows why each job waits while
-plans stay small however long the queue is.
+Every job left waiting gets a stable reason code with parameters that describe the job,
+not the moment; a plan records only the reasons that changed since the log last stated
+them, so plans stay small however long the queue is. Figures of the moment (free GPUs,
+position, estimated start) come with each waiting job in ``Plan.waiting`` for ``allot
+queue`` and ``allot explain``, and are recomputable from any plan's basis.
+
+Preemption is the next stage's business: ``Plan.preemptions`` stays empty here.
 """
 
 import hashlib
 
 import msgspec
 
+from allot.core.accounts import ancestry
 from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
-from allot.core.model import HOUR_NS, JobRecord, State
-from allot.proto.events import TIERS, AccountRank, Admission, PendingReason
+from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
+from allot.core.placement import Capacity
+from allot.core.quota import QuotaBook, gpu_amounts, needs
+from allot.core.topology import model_of
+from allot.proto.events import (
+    TIERS,
+    AccountRank,
+    Admission,
+    PendingReason,
+    Placement,
+    ReasonParams,
+)
 
 # Reason codes: stable strings, part of the log's contract.
-NO_NODES = "NO_NODES"
-NO_FIT = "NO_FIT"
+NO_NODES = "NO_NODES"  # no schedulable node (of the job's flavor)
+NODE_CORDONED = "NODE_CORDONED"  # its flavor exists only on cordoned or unhealthy nodes
+QUOTA = "QUOTA"  # a quota or borrowing limit on its path is reached
+BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"  # its account's budget is used up: idle capacity only
+RESERVED_FOR = "RESERVED_FOR"  # it would fit, but only on GPUs held for a higher-ranked job
+NO_BLOCK = "NO_BLOCK"  # enough GPUs are free, but not in one block of its topology
+BEHIND = "BEHIND"  # the GPUs it would fit were taken by higher-ranked jobs in this cycle
+NO_FIT = "NO_FIT"  # fewer GPUs are free than it needs
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
     """The knobs of a planning policy; its content hash is recorded with every plan."""
 
-    name: str = "fair-share-first-fit"
+    name: str = "allot"
     fair_share: FairSharePolicy = FairSharePolicy()
     aging_step_ns: int = HOUR_NS  # each step waited lifts a job one rank...
     aging_max_ranks: int = 24  # ...up to this many
+    backfill: bool = True  # reserve for the highest-ranked job that waits (steps 5 and 6)
 
 
 DEFAULT_POLICY = Policy()
+
+
+class Waiting(msgspec.Struct, frozen=True, kw_only=True):
+    """A job left waiting, as this cycle sees it: its reason and the figures of the moment
+    (``detail``: free GPUs, the largest block, an estimated start...)."""
+
+    reason: PendingReason
+    position: int  # in the planner's order, from 1
+    detail: ReasonParams = {}
+
+
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    starts_at: int  # estimated from running jobs' declared max_runtime
+    placements: list[Placement]  # what it will take then
+    held: list[Placement]  # of those, the GPUs free now that backfill must leave alone
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
     pending: list[PendingReason]  # new or changed reasons only
     ranks: list[AccountRank] = []  # of the accounts with pending jobs; not a change by itself
+    waiting: list[Waiting] = []  # every job left waiting, in queue order; not recorded
+    reservation: Reservation | None = None  # not recorded
 
     @property
     def empty(self) -> bool:
@@ -55,35 +102,20 @@ def policy_hash(policy: Policy) -> str:
 def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = None) -> Plan:
     """Decide which pending jobs start where. ``now`` is recorded, not read. A ``memo``
     saves recomputing fair share between plans; it never changes the plan."""
-    free = {
-        node_id: node.free_gpus()
-        for node_id, node in sorted(state.nodes.items())
-        if node.schedulable
-    }
     ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
-    admissions: list[Admission] = []
-    pending: list[PendingReason] = []
-    reserved: dict[str, int] = {}  # budget promised to jobs funded earlier in this plan
-    for job in _queue(state, ranked, now, policy):
-        need = job.spec.gpus
-        node_id = next((n for n, gpus in free.items() if len(gpus) >= need), None)
-        if node_id is None:
-            reason = _why_waiting(job, free)
-            if job.reason != reason:
-                pending.append(reason)
-            continue
-        taken, free[node_id] = free[node_id][:need], free[node_id][need:]
-        admissions.append(
-            Admission(
-                job_id=job.job_id,
-                node_id=node_id,
-                gpus=taken,
-                funded=fund(state, job.spec, now, reserved),
-            )
-        )
-    waiting_accounts = sorted({state.jobs[j].spec.account for j in state.pending})
-    ranks = [_rank(ranked[account]) for account in waiting_accounts if account in ranked]
-    return Plan(admissions=admissions, pending=pending, ranks=ranks)
+    cycle = _Cycle(state, now, policy)
+    queued = _queue(state, ranked, now, policy)
+    for position, job in enumerate(queued, 1):
+        cycle.consider(job, position)
+    cycle.grow_elastic()
+    waiting_accounts = sorted({job.spec.account for job in queued})
+    return Plan(
+        admissions=[cycle.admission(a) for a in cycle.admitted],
+        pending=[w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason],
+        ranks=[_rank(ranked[a]) for a in waiting_accounts if a in ranked],
+        waiting=cycle.waiting,
+        reservation=cycle.reservation,
+    )
 
 
 def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
@@ -93,14 +125,249 @@ def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
 
 def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
     outside_the_tree = len(ranked) + 1
+    exhausted = _exhausted_accounts(state, now)
 
-    def order(job: JobRecord) -> tuple[int, int, int, str]:
+    def order(job: JobRecord) -> tuple[int, bool, int, int, str]:
         lift = min((now - job.submitted_at) // policy.aging_step_ns, policy.aging_max_ranks)
         standing = ranked.get(job.spec.account)
         rank = outside_the_tree if standing is None else standing.rank
-        return (TIERS.index(job.spec.tier), rank - max(0, lift), job.submitted_seq, job.job_id)
+        return (
+            TIERS.index(job.spec.tier),
+            job.spec.account in exhausted,
+            rank - max(0, lift),
+            job.submitted_seq,
+            job.job_id,
+        )
 
     return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
+
+
+def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
+    """Accounts with jobs whose path holds a used-up budget -> that budget's account."""
+    out: dict[str, str] = {}
+    for account in state.job_accounts:
+        for path in ancestry(account):
+            budget = state.budgets.get(path)
+            if budget is not None and budget.left(now) <= 0:
+                out[account] = path
+                break
+    return out
+
+
+class _Admitted(msgspec.Struct, kw_only=True):
+    job: JobRecord
+    placements: list[Placement]
+    funded: bool
+
+
+class _Cycle:
+    """One planning cycle's working state: what is still free, quota use, the reservation,
+    and the decisions so far."""
+
+    def __init__(self, state: State, now: int, policy: Policy):
+        self.state, self.now, self.policy = state, now, policy
+        self.capacity = Capacity.of(state)
+        self.free_at_start = dict(self.capacity.free_by_model)
+        self.quotas = QuotaBook(state)
+        self.exhausted = _exhausted_accounts(state, now)
+        self.unschedulable_models = {
+            model_of(n) for n in state.nodes.values() if not n.schedulable and not n.lost
+        }
+        self.budget_reserved: dict[str, int] = {}  # budget promised to jobs funded this cycle
+        self.admitted: list[_Admitted] = []
+        self.waiting: list[Waiting] = []
+        self.reservation: Reservation | None = None
+        self.reservation_tried = False
+        # (shape, may use held GPUs) -> why such a job does not fit. Within a cycle free
+        # space only shrinks, so a shape that failed once fails again.
+        self._failed: dict[tuple[object, ...], tuple[str, ReasonParams, ReasonParams]] = {}
+
+    def admission(self, admitted: _Admitted) -> Admission:
+        return Admission(
+            job_id=admitted.job.job_id, placements=admitted.placements, funded=admitted.funded
+        )
+
+    # --- one job ---
+
+    def consider(self, job: JobRecord, position: int) -> None:
+        spec = job.spec
+        if not self.capacity.nodes:
+            return self._wait(job, position, NO_NODES, {})
+        models = [spec.flavor] if spec.flavor else self.capacity.models
+        if spec.flavor and spec.flavor not in self.capacity.free_by_model:
+            code = NODE_CORDONED if spec.flavor in self.unschedulable_models else NO_NODES
+            flavor: ReasonParams = {"flavor": spec.flavor}
+            return self._wait(job, position, code, flavor)
+        allowed, block = self.quotas.models_allowed(spec, models)
+        if block is not None:
+            return self._wait(
+                job,
+                position,
+                QUOTA,
+                {"account": block.account, "resource": block.resource, "need": block.need},
+                {"available": block.available},
+            )
+        short = self._ends_before_reservation(job)
+        key = (spec.workers, spec.gpus, spec.topology, tuple(allowed), short)
+        placements = None if key in self._failed else self._place(job, allowed, short)
+        if placements is not None:
+            return self._admit(job, placements)
+        if key not in self._failed:
+            self._failed[key] = self._why(job, allowed, short)
+        code, params, detail = self._failed[key]
+        if spec.account in self.exhausted:
+            budget: ReasonParams = {"account": self.exhausted[spec.account]}
+            return self._wait(job, position, BUDGET_EXHAUSTED, budget, {"then": code, **detail})
+        if code in (NO_FIT, NO_BLOCK, BEHIND) and not self.reservation_tried:
+            self._reserve(job, allowed)
+            if self.reservation is not None:
+                detail = {**detail, "estimated_start": self.reservation.starts_at}
+        self._wait(job, position, code, params, detail)
+
+    def _place(self, job: JobRecord, models: list[str], short: bool) -> list[Placement] | None:
+        spec = job.spec
+        if not short or self.reservation is None:
+            return self.capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        # It ends before the reservation starts, so it may use the held GPUs meanwhile.
+        for held in self.reservation.held:
+            self.capacity.give(held.node_id, held.gpus)
+        placements = self.capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
+        for held in self.reservation.held:
+            self.capacity.take(
+                held.node_id, [g for g in held.gpus if (held.node_id, g) not in taken]
+            )
+        return placements
+
+    def _admit(self, job: JobRecord, placements: list[Placement]) -> None:
+        for placement in placements:
+            self.capacity.take(placement.node_id, placement.gpus)
+        model = self.capacity.nodes[placements[0].node_id].model
+        self.quotas.charge(job.spec.account, needs(job.spec, model))
+        funded = fund(self.state, job.spec, self.now, self.budget_reserved)
+        self.admitted.append(_Admitted(job=job, placements=placements, funded=funded))
+
+    def _wait(
+        self,
+        job: JobRecord,
+        position: int,
+        code: str,
+        params: ReasonParams,
+        detail: ReasonParams | None = None,
+    ) -> None:
+        reason = PendingReason(job_id=job.job_id, code=code, params=params)
+        self.waiting.append(Waiting(reason=reason, position=position, detail=detail or {}))
+
+    def _why(
+        self, job: JobRecord, models: list[str], short: bool
+    ) -> tuple[str, ReasonParams, ReasonParams]:
+        """Why a job that quota allows does not fit: code, parameters, figures of the moment."""
+        spec = job.spec
+        need = spec.total_gpus
+        if self.reservation is not None and not short:
+            held = self.reservation.held
+            for placement in held:
+                self.capacity.give(placement.node_id, placement.gpus)
+            fits = self.capacity.place(spec.workers, spec.gpus, spec.topology, models)
+            for placement in held:
+                self.capacity.take(placement.node_id, placement.gpus)
+            if fits is not None:
+                return (
+                    RESERVED_FOR,
+                    {"job": self.reservation.job_id},
+                    {"estimated_start": self.reservation.starts_at},
+                )
+        free = max((self.capacity.free_by_model.get(m, 0) for m in models), default=0)
+        if free >= need:
+            largest = self.capacity.largest(spec.gpus, spec.topology, models)
+            return NO_BLOCK, {"need": need, "topology": spec.topology}, {"largest": largest}
+        if max((self.free_at_start.get(m, 0) for m in models), default=0) >= need:
+            return BEHIND, {"need": need}, {"free": free}
+        return NO_FIT, {"need": need}, {"free": free}
+
+    # --- reservation and backfill ---
+
+    def _ends_before_reservation(self, job: JobRecord) -> bool:
+        runtime = job.spec.max_runtime_ns
+        return (
+            self.reservation is not None
+            and runtime is not None
+            and self.now + runtime <= self.reservation.starts_at
+        )
+
+    def _reserve(self, job: JobRecord, models: list[str]) -> None:
+        """Hold for ``job`` the GPUs it will take once enough running jobs have ended, by
+        their declared runtimes; without declared runtimes there is no estimate and no hold."""
+        self.reservation_tried = True
+        if not self.policy.backfill:
+            return
+        spec = job.spec
+        future = self.capacity.copy()
+        need = spec.total_gpus
+        for at, placements in self._releases():
+            for node_id, gpus in placements.items():
+                future.give(node_id, gpus)
+            if max((future.free_by_model.get(m, 0) for m in models), default=0) < need:
+                continue
+            found = future.place(spec.workers, spec.gpus, spec.topology, models)
+            if found is None:
+                continue
+            held = []
+            for placement in found:
+                space = self.capacity.nodes[placement.node_id]
+                free_now = {g for island in space.islands for g in island}
+                gpus = [g for g in placement.gpus if g in free_now]
+                if gpus:
+                    held.append(Placement(node_id=placement.node_id, gpus=gpus))
+                    self.capacity.take(placement.node_id, gpus)
+            self.reservation = Reservation(
+                job_id=job.job_id, starts_at=at, placements=found, held=held
+            )
+            return
+
+    def _releases(self) -> list[tuple[int, dict[str, list[int]]]]:
+        """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
+        ends: list[tuple[int, str, dict[str, list[int]]]] = []
+        holders = {j for node in self.state.nodes.values() for j in node.allocated.values()}
+        for job_id in sorted(holders):
+            job = self.state.jobs[job_id]
+            if job.spec.max_runtime_ns is not None:
+                began = job.started_at if job.status == JobStatus.RUNNING else self.now
+                end = max(self.now, (began or self.now) + job.spec.max_runtime_ns)
+                ends.append((end, job_id, job.placements))
+        for admitted in self.admitted:
+            if admitted.job.spec.max_runtime_ns is not None:
+                end = self.now + admitted.job.spec.max_runtime_ns
+                placed = {p.node_id: p.gpus for p in admitted.placements}
+                ends.append((end, admitted.job.job_id, placed))
+        return [(end, placed) for end, _, placed in sorted(ends, key=lambda e: e[:2])]
+
+    # --- elastic growth ---
+
+    def grow_elastic(self) -> None:
+        """Elastic jobs admitted in this cycle take free GPUs on their node, up to their
+        maximum, in queue order. Growing jobs already running needs a resize protocol."""
+        for n, admitted in enumerate(self.admitted):
+            spec = admitted.job.spec
+            if spec.max_gpus is None or spec.max_gpus <= spec.gpus:
+                continue
+            placement = admitted.placements[0]
+            space = self.capacity.nodes[placement.node_id]
+            extra = min(spec.max_gpus - spec.gpus, space.free)
+            while extra and self.quotas.check_amounts(
+                spec.account, gpu_amounts(extra, space.model)
+            ):
+                extra -= 1
+            if not extra:
+                continue
+            more = space.pick(extra, one_island=False)
+            assert more is not None
+            self.capacity.take(space.node_id, more)
+            self.quotas.charge(spec.account, gpu_amounts(extra, space.model))
+            grown = Placement(node_id=space.node_id, gpus=sorted(placement.gpus + more))
+            self.admitted[n] = _Admitted(
+                job=admitted.job, placements=[grown], funded=admitted.funded
+            )
 
 
 def _rank(standing: Standing) -> AccountRank:
@@ -112,11 +379,3 @@ def _rank(standing: Standing) -> AccountRank:
         usage_gpu_ms=standing.usage_gpu_ms,
         level_factor_ppm=standing.level_factor_ppm,
     )
-
-
-def _why_waiting(job: JobRecord, free: dict[str, list[int]]) -> PendingReason:
-    # Parameters describe the job, not the moment: a reason that changed with every
-    # finishing job would have to be restated for the whole queue each time.
-    if not free:
-        return PendingReason(job_id=job.job_id, code=NO_NODES)
-    return PendingReason(job_id=job.job_id, code=NO_FIT, params={"need": job.spec.gpus})

@@ -1,9 +1,12 @@
 """Checks on what users send. Each problem names the field, the value and what is accepted."""
 
 import re
+from collections.abc import Callable
 
 from allot.core.model import State
+from allot.core.topology import largest_blocks
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
+from allot.proto.events import JobSpec
 
 # An account is a path in the account tree: org/program/project/team, lower-case segments.
 ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,62}){0,7}$")
@@ -11,6 +14,7 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 128
 MAX_KEY = 256
 MAX_MIN_RUNTIME_NS = 8 * 3600 * 10**9  # the runtime contract's cap (R13)
+MAX_GRACE_NS = 3600 * 10**9
 
 
 def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
@@ -39,18 +43,19 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             spec.account,
             "a parent account; submit to one of its leaves (a team or user queue)",
         )
-    if spec.gpus < 1:
-        bad("gpus", spec.gpus, "must be at least 1")
-    elif state.nodes and spec.gpus > state.largest_node_gpus():
-        bad(
-            "gpus",
-            spec.gpus,
-            f"no node has that many GPUs; the largest has {state.largest_node_gpus()}",
-        )
+    _check_shape(spec, state, bad)
     if not 0 <= spec.min_runtime_ns <= MAX_MIN_RUNTIME_NS:
         bad("min_runtime", spec.min_runtime_ns, "from 0 up to 8h")
     elif spec.max_runtime_ns is not None and spec.max_runtime_ns < max(1, spec.min_runtime_ns):
         bad("max_runtime", spec.max_runtime_ns, "positive, and not shorter than min_runtime")
+    if spec.checkpoint_interval_ns is not None and spec.checkpoint_interval_ns <= 0:
+        bad(
+            "checkpoint_interval",
+            spec.checkpoint_interval_ns,
+            "a positive duration, or leave it out",
+        )
+    if not 0 <= spec.grace_ns <= MAX_GRACE_NS:
+        bad("grace", spec.grace_ns, "from 0 up to 1h")
     if spec.cpus < 0 or spec.memory_mib < 0:
         bad("cpus" if spec.cpus < 0 else "memory_mib", min(spec.cpus, spec.memory_mib), "0 or more")
     if not spec.command or not spec.command[0].strip():
@@ -72,6 +77,43 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
     if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
         bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
     return errors
+
+
+def _check_shape(spec: JobSpec, state: State, bad: Callable[[str, object, str], None]) -> None:
+    """Workers, GPUs, flavor and topology: each valid alone, and the whole able to fit the
+    cluster as registered (a job that could never be placed is refused, not queued)."""
+    if spec.workers < 1:
+        bad("workers", spec.workers, "must be at least 1")
+    if spec.gpus < 1:
+        bad("gpus", spec.gpus, "must be at least 1")
+    if spec.max_gpus is not None and spec.max_gpus < spec.gpus:
+        bad("max_gpus", spec.max_gpus, f"at least gpus ({spec.gpus}), or leave it out")
+    elif spec.max_gpus is not None and spec.workers != 1:
+        bad(
+            "max_gpus", spec.max_gpus, "elastic jobs have one worker; leave out workers or max_gpus"
+        )
+    if spec.flavor is not None and not spec.flavor.strip():
+        bad("flavor", spec.flavor, "a GPU model such as 'H100', or leave it out")
+    if spec.workers < 1 or spec.gpus < 1 or not state.nodes:
+        return
+    models = sorted({g.model for n in state.nodes.values() for g in n.gpus})
+    if spec.flavor is not None and spec.flavor not in models:
+        bad(
+            "flavor",
+            spec.flavor,
+            f"no node has that GPU model; the cluster has {', '.join(models)}",
+        )
+        return
+    largest = largest_blocks(state, spec.flavor, spec.gpus)
+    if spec.gpus > largest["node"]:
+        bad("gpus", spec.gpus, f"no node has that many GPUs; the largest has {largest['node']}")
+    elif spec.total_gpus > largest[spec.topology]:
+        bad(
+            "workers" if spec.workers > 1 else "gpus",
+            spec.workers if spec.workers > 1 else spec.gpus,
+            f"{spec.total_gpus} GPUs with topology {spec.topology!r} cannot fit: the largest "
+            f"such block in the cluster has {largest[spec.topology]}",
+        )
 
 
 def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:

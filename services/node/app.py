@@ -100,7 +100,9 @@ class NodeAgent:
         node = self.state.nodes.get(self.node_id)
         if node is None or node.lost:
             return []
-        return [self.state.jobs[j] for j in sorted(set(node.allocated.values()))]
+        jobs = [self.state.jobs[j] for j in sorted(set(node.allocated.values()))]
+        # A gang's process that ended here while others run on: nothing more to do here.
+        return [job for job in jobs if self.node_id not in job.exited_on]
 
     async def reconcile(self) -> None:
         mine = self._mine()
@@ -128,7 +130,7 @@ class NodeAgent:
                     node_id=self.node_id,
                     attempt=job.attempts,
                 )
-                await self._append(cancelled, f"{job.job_id}:{job.attempts}:cancelled")
+                await self._append(cancelled, self._msg_id(job.job_id, job.attempts, "cancelled"))
                 continue
             # A copy: the fold goes on changing the record while the watch awaits.
             watch = JobWatch(copy.copy(job), job_dir)
@@ -170,32 +172,33 @@ class NodeAgent:
             if watch.pid is None and job_dir.launching:
                 await self._report_exit(watch, None, "its agent stopped while starting it")
                 return
-            if watch.pid is None and job.status == JobStatus.RUNNING:
+            if watch.pid is None and self.node_id in job.started_on:
                 await self._report_exit(watch, None, "no trace of its process on this node")
                 return
             if watch.pid is None:
                 try:
-                    handle = await process.launch(job, job_dir, job.gpus, self.node_id)
+                    handle = await process.launch(job, job_dir, self._gang_env(job))
                 except (OSError, ValueError) as error:
                     await self._report_exit(watch, None, f"could not start: {error}")
                     return
                 watch.pid = handle.pid
-                log.info("started %s on GPUs %s (pid %d)", job.job_id, job.gpus, watch.pid)
+                gpus = job.placements[self.node_id]
+                log.info("started %s on GPUs %s (pid %d)", job.job_id, gpus, watch.pid)
             else:
                 log.info("adopting %s (pid %d) from an earlier agent", job.job_id, watch.pid)
             if watch.stopping:
                 self._stop(watch)
-            if job.status == JobStatus.ADMITTED:
+            if self.node_id not in job.started_on:
                 started = JobStarted(
                     meta=stamp(self.node_id, self.clock),
                     job_id=job.job_id,
                     node_id=self.node_id,
-                    gpus=job.gpus,
+                    gpus=job.placements[self.node_id],
                     pid=watch.pid,
                     output_path=str(job_dir.output),
                     attempt=watch.attempt,
                 )
-                await self._append(started, f"{job.job_id}:{watch.attempt}:started")
+                await self._append(started, self._msg_id(job.job_id, watch.attempt, "started"))
             code = await process.wait_exit(watch.pid, job_dir, handle)
             watch.ended = True
             if watch.kill_timer is not None:
@@ -224,8 +227,15 @@ class NodeAgent:
             reason=reason,
             attempt=watch.attempt,
         )
-        await self._append(exited, f"{watch.job.job_id}:{watch.attempt}:exited")
+        await self._append(exited, self._msg_id(watch.job.job_id, watch.attempt, "exited"))
         log.info("%s exited with %s %s", watch.job.job_id, code, reason)
+
+    def _msg_id(self, job_id: str, attempt: int, what: str) -> str:
+        return f"{job_id}:{attempt}:{self.node_id}:{what}"
+
+    def _gang_env(self, job: JobRecord) -> dict[str, str]:
+        lead = self.state.nodes.get(next(iter(job.placements)))
+        return process.gang_env(job, self.node_id, lead.hostname if lead else "")
 
     async def _append(self, event: Event, msg_id: str) -> None:
         """Append until it is stored: a report must not be lost to a passing NATS hiccup.

@@ -47,8 +47,27 @@ class JobDir:
             return None
 
 
+def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
+    """What a job's process on ``node_id`` learns of its gang. One process runs per node
+    with all the job's GPUs there; it starts ``ALLOT_LOCAL_WORKERS`` workers (as torchrun's
+    ``--nproc-per-node`` would), ranked from ``ALLOT_NODE_RANK``, meeting at the lead host."""
+    gpus = job.placements[node_id]
+    return {
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+        "ALLOT_JOB_ID": job.job_id,
+        "ALLOT_NODE_ID": node_id,
+        "ALLOT_ATTEMPT": str(job.attempts),
+        "ALLOT_NODE_RANK": str(list(job.placements).index(node_id)),
+        "ALLOT_NUM_NODES": str(len(job.placements)),
+        "ALLOT_LEAD_HOST": lead_host,
+        "ALLOT_WORKERS": str(job.spec.workers),
+        "ALLOT_GPUS_PER_WORKER": str(job.spec.gpus),
+        "ALLOT_LOCAL_WORKERS": str(max(1, len(gpus) // job.spec.gpus)),
+    }
+
+
 async def launch(
-    job: JobRecord, job_dir: JobDir, gpus: list[int], node_id: str
+    job: JobRecord, job_dir: JobDir, gang: dict[str, str]
 ) -> asyncio.subprocess.Process:
     """Start the job's supervisor as the leader of a new process group."""
     job_dir.path.mkdir(parents=True, exist_ok=True)
@@ -57,10 +76,7 @@ async def launch(
     env = {
         **os.environ,
         **job.spec.env,
-        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
-        "ALLOT_JOB_ID": job.job_id,
-        "ALLOT_NODE_ID": node_id,
-        "ALLOT_ATTEMPT": str(job.attempts),
+        **gang,
         "ALLOT_CHECKPOINT_DIR": str(job_dir.checkpoints),
     }
     with open(job_dir.output, "ab") as output:

@@ -10,4 +10,10 @@ parser.add_argument(
 )
 parser.add_argument("--aging-step", default="1h", help="waiting this long lifts a job one rank")
 parser.add_argument("--aging-max", type=int, default=24, help="the most ranks aging lifts a job")
+parser.add_argument(
+    "--no-backfill", action="store_true", help="no reservation for the head job, no backfill"
+)
+parser.add_argument(
+    "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"
+)
 run_service("planner", parser, serve)

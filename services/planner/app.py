@@ -2,16 +2,23 @@
 ``Nats-Expected-Last-Subject-Sequence`` on the plan subject: it fails only if another plan
 was appended since the last one this planner folded (see docs/adr/0004). Events of other
 kinds that arrive meanwhile do not void it: the plan names its ``basis_seq``, and the fold
-ignores, with a reason, any admission they made impossible."""
+ignores, with a reason, any admission they made impossible.
+
+Plans also depend on time (aging, reservations, maximum-wait targets), so the planner plans
+again every ``tick`` seconds while the log is quiet; a job past its account's maximum wait
+gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless)."""
 
 import argparse
+import asyncio
+import contextlib
 import logging
 
 from allot.bus.eventlog import Conflict, EventLog
 from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
 from allot.core.accounts import parse_duration
 from allot.core.fairshare import FairSharePolicy, StandingsMemo
-from allot.proto.events import PlanComputed
+from allot.core.maxwait import overdue
+from allot.proto.events import MaxWaitExceeded, PlanComputed
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
 log = logging.getLogger("allot.planner")
@@ -19,9 +26,14 @@ log = logging.getLogger("allot.planner")
 
 class Planner:
     def __init__(
-        self, events: EventLog, policy: Policy = DEFAULT_POLICY, clock: Clock | None = None
+        self,
+        events: EventLog,
+        policy: Policy = DEFAULT_POLICY,
+        clock: Clock | None = None,
+        tick_s: float = 5.0,
     ):
         self.events = events
+        self.tick_s = tick_s
         self.policy = policy
         self.policy_hash = policy_hash(policy)
         self.code_version = code_version()
@@ -31,11 +43,45 @@ class Planner:
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
         self._memo = StandingsMemo()
+        self._planning = asyncio.Lock()
 
     async def run(self) -> None:
-        await follow_state(self.events, self.state, self.plan_once)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            await follow_state(self.events, self.state, self.plan_once)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_s)
+            with contextlib.suppress(Exception):  # the follow loop reports real trouble
+                if await self.events.last_seq() <= self.state.seq:
+                    await self.plan_once()
 
     async def plan_once(self) -> None:
+        async with self._planning:
+            await self._plan()
+            await self._report_overdue()
+
+    async def _report_overdue(self) -> None:
+        for late in overdue(self.state, self.clock.now()):
+            event = MaxWaitExceeded(
+                meta=stamp("planner", self.clock),
+                job_id=late.job_id,
+                account=late.account,
+                attempt=late.attempt,
+                waited_ns=late.waited_ns,
+                max_wait_ns=late.max_wait_ns,
+            )
+            await self.events.append(event, msg_id=f"{late.job_id}:{late.attempt}:max-wait")
+            log.warning(
+                "%s waited past the %s target of %s", late.job_id, late.account, late.waited_ns
+            )
+
+    async def _plan(self) -> None:
         if self.state.seq < self._own_plan_seq:
             return  # a plan from before its predecessor was folded would repeat it
         now = self.clock.now()
@@ -80,8 +126,9 @@ def policy_from(args: argparse.Namespace) -> Policy:
         fair_share=FairSharePolicy(half_life_ns=parse_duration(args.half_life), window_ns=window),
         aging_step_ns=parse_duration(args.aging_step),
         aging_max_ranks=args.aging_max,
+        backfill=not args.no_backfill,
     )
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await Planner(events, policy_from(args)).run()
+    await Planner(events, policy_from(args), tick_s=args.tick).run()

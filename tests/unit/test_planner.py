@@ -3,12 +3,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, Policy, apply, plan, policy_hash
-from allot.proto.events import Admission, Event, PendingReason, UsageCharged
+from allot.proto.events import Event, PendingReason, UsageCharged
 from tests import builders as b
 from tests.builders import fold
 
 
-def test_first_fit_takes_the_first_node_with_room_and_its_lowest_gpus() -> None:
+def test_best_fit_takes_the_fullest_node_with_room_and_its_lowest_gpus() -> None:
     state = fold(
         b.node("n2", 8),
         b.node("n1", 4),
@@ -18,10 +18,11 @@ def test_first_fit_takes_the_first_node_with_room_and_its_lowest_gpus() -> None:
     )
     decided = plan(state, now=5, policy=DEFAULT_POLICY)
     assert decided.admissions == [
-        Admission(job_id="a", node_id="n1", gpus=[0, 1, 2]),
-        Admission(job_id="b", node_id="n2", gpus=[0, 1]),
+        b.admission("a", ("n1", [0, 1, 2])),
+        b.admission("b", ("n2", [0, 1])),
     ]
-    assert decided.pending == [PendingReason(job_id="c", code="NO_FIT", params={"need": 8})]
+    # c would have fit on n2 had b not come first.
+    assert decided.pending == [PendingReason(job_id="c", code="BEHIND", params={"need": 8})]
 
 
 def test_a_job_that_does_not_fit_does_not_block_smaller_ones_behind_it() -> None:
@@ -71,10 +72,10 @@ def test_no_gpu_is_assigned_twice_and_the_plan_ignores_input_order(
     state = fold(*node_events, *job_events)
     decided = plan(state, now=1, policy=DEFAULT_POLICY)
 
-    taken = [(a.node_id, g) for a in decided.admissions for g in a.gpus]
+    taken = [(p.node_id, g) for a in decided.admissions for p in a.placements for g in p.gpus]
     assert len(taken) == len(set(taken))
     for a in decided.admissions:
-        assert len(a.gpus) == state.jobs[a.job_id].spec.gpus
+        assert sum(len(p.gpus) for p in a.placements) == state.jobs[a.job_id].spec.gpus
     assert {a.job_id for a in decided.admissions} | {p.job_id for p in decided.pending} == set(
         state.pending
     )
@@ -148,7 +149,9 @@ def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
 
     from allot.services.planner.app import policy_from
 
-    args = argparse.Namespace(half_life="7d", usage_window=None, aging_step="1h", aging_max=24)
+    args = argparse.Namespace(
+        half_life="7d", usage_window=None, aging_step="1h", aging_max=24, no_backfill=False
+    )
     assert policy_from(args) == DEFAULT_POLICY
     windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
     assert windowed.fair_share.window_ns == 3 * 24 * 3600 * 10**9

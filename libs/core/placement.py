@@ -1,0 +1,225 @@
+"""Where a gang fits: the free GPUs of a planning cycle and best-fit placement on them.
+
+Rules, in order:
+
+1. A worker's GPUs are on one node; a gang is placed whole or not at all (R3), all on one
+   GPU model.
+2. ``nvlink``: every GPU of the job in one NVLink island. ``node``: all on one node.
+   ``rack``: all nodes in one rack. ``any``: anywhere (R4).
+3. Best fit, so large blocks stay free: the node with the fewest free GPUs that holds the
+   whole job (then the lowest node id); inside it, the smallest island that holds it, else
+   the fewest islands. A gang too large for one node goes to the rack (for ``rack``) with
+   the least room that holds it, filling its roomiest nodes first and the tail into the
+   node that fits it best.
+4. Models are tried in name order; for a single node the best fit over all of them wins.
+"""
+
+import bisect
+from collections.abc import Iterable
+
+from allot.core.model import State
+from allot.core.topology import islands_of, model_of, rack_of
+from allot.proto.events import Placement, Topology
+
+
+class NodeSpace:
+    """The free GPUs of one schedulable node, island by island."""
+
+    __slots__ = ("free", "home", "islands", "model", "node_id", "rack")
+
+    def __init__(
+        self,
+        node_id: str,
+        model: str,
+        rack: str,
+        islands: list[list[int]],
+        home: dict[int, int],
+    ):
+        self.node_id = node_id
+        self.model = model
+        self.rack = rack
+        self.islands = islands  # free indices of each island, ascending
+        self.home = home  # GPU index -> its island's position in ``islands``; never changes
+        self.free = sum(len(i) for i in islands)
+
+    def copy(self) -> "NodeSpace":
+        islands = [list(i) for i in self.islands]
+        return NodeSpace(self.node_id, self.model, self.rack, islands, self.home)
+
+    def pick(self, need: int, one_island: bool) -> list[int] | None:
+        """The GPUs a block of ``need`` would take here, or None."""
+        fitting = [island for island in self.islands if len(island) >= need]
+        if fitting:
+            return min(fitting, key=lambda island: (len(island), island[0]))[:need]
+        if one_island or self.free < need:
+            return None
+        picked: list[int] = []
+        for island in sorted(
+            (i for i in self.islands if i), key=lambda island: (-len(island), island[0])
+        ):
+            picked.extend(island[: need - len(picked)])
+            if len(picked) == need:
+                break
+        return sorted(picked)
+
+
+class Capacity:
+    """The free GPUs of the schedulable nodes, indexed by model and free count so that a
+    best fit is found without scanning every node."""
+
+    def __init__(self, spaces: Iterable[NodeSpace]):
+        self.nodes: dict[str, NodeSpace] = {}
+        self.free_by_model: dict[str, int] = {}
+        self._by_free: dict[str, dict[int, list[str]]] = {}  # model -> free -> node ids
+        for space in sorted(spaces, key=lambda s: s.node_id):
+            self.nodes[space.node_id] = space
+            self.free_by_model[space.model] = self.free_by_model.get(space.model, 0) + space.free
+            if space.free:
+                self._by_free.setdefault(space.model, {}).setdefault(space.free, []).append(
+                    space.node_id
+                )
+
+    @classmethod
+    def of(cls, state: State) -> "Capacity":
+        spaces = []
+        for node_id, node in state.nodes.items():
+            if not node.schedulable:
+                continue
+            taken = node.allocated
+            every = islands_of(node)
+            home = {index: n for n, island in enumerate(every) for index in island}
+            islands = [[i for i in island if i not in taken] for island in every]
+            spaces.append(NodeSpace(node_id, model_of(node), rack_of(node), islands, home))
+        return cls(spaces)
+
+    def copy(self) -> "Capacity":
+        return Capacity(space.copy() for space in self.nodes.values())
+
+    @property
+    def models(self) -> list[str]:
+        return sorted(self.free_by_model)
+
+    def take(self, node_id: str, gpus: list[int]) -> None:
+        space = self.nodes[node_id]
+        self._unindex(space)
+        taken = set(gpus)
+        space.islands = [[i for i in island if i not in taken] for island in space.islands]
+        space.free -= len(gpus)
+        self.free_by_model[space.model] -= len(gpus)
+        self._index(space)
+
+    def give(self, node_id: str, gpus: list[int]) -> None:
+        """GPUs become free again (released in an estimate, or handed back by a trial)."""
+        space = self.nodes.get(node_id)
+        if space is None:
+            return
+        self._unindex(space)
+        for index in gpus:
+            island = space.islands[space.home[index]]
+            if index not in island:
+                bisect.insort(island, index)
+                space.free += 1
+                self.free_by_model[space.model] += 1
+        self._index(space)
+
+    def place(
+        self, workers: int, per_worker: int, topology: Topology, models: Iterable[str]
+    ) -> list[Placement] | None:
+        """The best-fit placement of a gang, or None when it does not fit."""
+        need = workers * per_worker
+        models = [m for m in models if self.free_by_model.get(m, 0) >= need]
+        single = [
+            found
+            for model in models
+            if (found := self._one_node(model, need, topology == "nvlink")) is not None
+        ]
+        if single:
+            space, gpus = min(single, key=lambda found: (found[0].free, found[0].node_id))
+            return [Placement(node_id=space.node_id, gpus=gpus)]
+        if topology in ("nvlink", "node") or workers == 1:
+            return None
+        for model in models:
+            spread = self._spread(model, workers, per_worker, topology == "rack")
+            if spread is not None:
+                return spread
+        return None
+
+    def largest(self, per_worker: int, topology: Topology, models: Iterable[str]) -> int:
+        """The largest block free now for this shape: what a waiting job is told it lacks."""
+        best = 0
+        for model in models:
+            spaces = self._spaces(model)
+            if topology == "nvlink":
+                best = max([best, *(len(i) for s in spaces for i in s.islands)])
+            elif topology == "node":
+                best = max([best, *(s.free for s in spaces)])
+            else:
+                racks: dict[str, int] = {}
+                for s in spaces:
+                    key = s.rack if topology == "rack" else ""
+                    racks[key] = racks.get(key, 0) + s.free // per_worker * per_worker
+                best = max([best, *racks.values()])
+        return best
+
+    # --- inside ---
+
+    def _spaces(self, model: str) -> list[NodeSpace]:
+        return [
+            self.nodes[node_id] for ids in self._by_free.get(model, {}).values() for node_id in ids
+        ]
+
+    def _one_node(
+        self, model: str, need: int, one_island: bool
+    ) -> tuple[NodeSpace, list[int]] | None:
+        buckets = self._by_free.get(model, {})
+        for count in sorted(c for c in buckets if c >= need):
+            for node_id in buckets[count]:
+                space = self.nodes[node_id]
+                gpus = space.pick(need, one_island)
+                if gpus is not None:
+                    return space, gpus
+        return None
+
+    def _spread(
+        self, model: str, workers: int, per_worker: int, one_rack: bool
+    ) -> list[Placement] | None:
+        room = sorted(
+            (s.free // per_worker, s.node_id) for s in self._spaces(model) if s.free >= per_worker
+        )
+        if one_rack:
+            racks: dict[str, list[tuple[int, str]]] = {}
+            for slots, node_id in room:
+                racks.setdefault(self.nodes[node_id].rack, []).append((slots, node_id))
+            fitting = [
+                (sum(slots for slots, _ in members), rack)
+                for rack, members in racks.items()
+                if sum(slots for slots, _ in members) >= workers
+            ]
+            if not fitting:
+                return None
+            room = racks[min(fitting)[1]]
+        elif sum(slots for slots, _ in room) < workers:
+            return None
+        placements: list[Placement] = []
+        left = workers
+        while left:
+            at = bisect.bisect_left(room, (left, ""))
+            slots, node_id = room.pop(at if at < len(room) else -1)
+            count = min(slots, left) * per_worker
+            gpus = self.nodes[node_id].pick(count, one_island=False)
+            assert gpus is not None  # it has ``slots * per_worker`` free GPUs
+            placements.append(Placement(node_id=node_id, gpus=gpus))
+            left -= min(slots, left)
+        return placements
+
+    def _index(self, space: NodeSpace) -> None:
+        if space.free:
+            bucket = self._by_free.setdefault(space.model, {}).setdefault(space.free, [])
+            bisect.insort(bucket, space.node_id)
+
+    def _unindex(self, space: NodeSpace) -> None:
+        if space.free:
+            bucket = self._by_free[space.model][space.free]
+            del bucket[bisect.bisect_left(bucket, space.node_id)]
+            if not bucket:
+                del self._by_free[space.model][space.free]

@@ -1,0 +1,172 @@
+"""Nominal quotas, borrowing and lending within a cohort (R2), in the manner of Kueue.
+
+The children of one account (or the top-level accounts) form a cohort for each resource
+one of them declares a quota for; a sibling without one has a quota of 0 and can only
+borrow. Resources: ``gpu``, ``gpu:<model>``, ``cpu``, ``memory_mib``.
+
+For an account A of a cohort, with nominal quota q, lending limit l (default q) and
+borrowing limit b (default: none), and u what its running jobs (and its descendants')
+hold:
+
+1. A may hold at most q + b.
+2. Of its quota, q - l is guaranteed to A alone; the rest goes into the cohort's pool.
+   Every member holds at least its guaranteed part, so the cohort fits when
+   sum over members of max(u, q - l) <= K, where K is the parent's quota for the resource
+   or, for a parent without one and for the top level, what the cluster has of it.
+
+Quota not used is lent; getting it back by preempting borrowers is the preemption
+issue's business. A job is checked at every level of its path, leaf first.
+"""
+
+import sys
+from collections.abc import Iterable
+
+import msgspec
+
+from allot.core.accounts import ancestry, parent_of
+from allot.core.model import State
+from allot.core.topology import model_of
+from allot.proto.events import JobSpec
+
+GPU = "gpu"
+Usage = dict[str, int]  # resource -> amount
+
+
+class QuotaBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a job does not fit its quota: the account and resource that stop it."""
+
+    account: str
+    resource: str
+    need: int
+    available: int
+
+
+def needs(spec: JobSpec, model: str | None, gpus: int | None = None) -> Usage:
+    """What a job holds of each resource once placed on ``model`` (with ``gpus`` in all)."""
+    amounts = gpu_amounts(spec.total_gpus if gpus is None else gpus, model)
+    amounts.update(cpu=spec.cpus * spec.workers, memory_mib=spec.memory_mib * spec.workers)
+    return {resource: amount for resource, amount in amounts.items() if amount}
+
+
+def gpu_amounts(gpus: int, model: str | None) -> Usage:
+    return {GPU: gpus} if model is None else {GPU: gpus, f"{GPU}:{model}": gpus}
+
+
+class QuotaBook:
+    """Quota use of one planning cycle: filled from the running jobs, then charged with
+    each admission of the cycle."""
+
+    def __init__(self, state: State):
+        self._settings = state.accounts
+        self._children: dict[str, list[str]] = {}
+        for path in sorted(state.accounts):
+            self._children.setdefault(parent_of(path) or "", []).append(path)
+        # cohort (parent path, "" for the top) -> resources some child declares a quota for
+        self._managed: dict[str, frozenset[str]] = {
+            parent: frozenset(r for child in children for r in state.accounts[child].quota)
+            for parent, children in self._children.items()
+        }
+        self.active = any(self._managed.values())
+        self.by_model = any(r.startswith(GPU + ":") for rs in self._managed.values() for r in rs)
+        self._capacity: Usage = {}
+        self._used: dict[str, Usage] = {}
+        if not self.active:
+            return
+        for node in state.nodes.values():
+            if node.schedulable:
+                for resource, amount in (
+                    (GPU, len(node.gpus)),
+                    (f"{GPU}:{model_of(node)}", len(node.gpus)),
+                    ("cpu", node.cpus),
+                    ("memory_mib", node.memory_mib),
+                ):
+                    self._capacity[resource] = self._capacity.get(resource, 0) + amount
+        holders = {job_id for node in state.nodes.values() for job_id in node.allocated.values()}
+        for job_id in sorted(holders):
+            job = state.jobs[job_id]
+            model = _model_held(state, job.placements)
+            self.charge(job.spec.account, needs(job.spec, model, job.gpu_count))
+
+    def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
+        """The first limit a job on ``model`` would break, leaf first, or None."""
+        return self.check_amounts(spec.account, needs(spec, model))
+
+    def check_amounts(self, account: str, wanted: Usage) -> QuotaBlock | None:
+        """The first limit taking ``wanted`` more would break for ``account``, leaf first."""
+        if not self.active:
+            return None
+        for path in ancestry(account):
+            parent = parent_of(path) or ""
+            for resource in sorted(self._managed.get(parent, frozenset()) & wanted.keys()):
+                room = self._room(path, parent, resource)
+                if room < wanted[resource]:
+                    return QuotaBlock(
+                        account=path,
+                        resource=resource,
+                        need=wanted[resource],
+                        available=max(0, room),
+                    )
+        return None
+
+    def charge(self, account: str, amounts: Usage) -> None:
+        if not self.active:
+            return
+        for path in ancestry(account):
+            used = self._used.setdefault(path, {})
+            for resource, amount in amounts.items():
+                used[resource] = used.get(resource, 0) + amount
+
+    def models_allowed(
+        self, spec: JobSpec, models: Iterable[str]
+    ) -> tuple[list[str], QuotaBlock | None]:
+        """The GPU models the job's quota lets it use, and the block of the first refused."""
+        if not self.by_model:
+            block = self.check(spec, None)
+            return ([] if block else list(models)), block
+        allowed, first = [], None
+        for model in models:
+            block = self.check(spec, model)
+            if block is None:
+                allowed.append(model)
+            elif first is None:
+                first = block
+        return allowed, (None if allowed else first)
+
+    def _room(self, account: str, parent: str, resource: str) -> int:
+        """How much more of ``resource`` the account may take at this level."""
+        settings = self._settings.get(account)
+        quota = settings.quota.get(resource, 0) if settings else 0
+        used = self._used.get(account, {}).get(resource, 0)
+        room: int | None = None
+        if settings is not None and resource in settings.borrowing_limit:
+            room = quota + settings.borrowing_limit[resource] - used
+        parent_settings = self._settings.get(parent)
+        if parent_settings is not None and resource in parent_settings.quota:
+            cohort_size = parent_settings.quota[resource]
+        elif self._capacity.get(resource):
+            cohort_size = self._capacity[resource]
+        else:  # nothing says how much there is: only the borrowing limit binds
+            return room if room is not None else sys.maxsize
+        held = sum(self._held(child, resource) for child in self._children.get(parent, []))
+        # Taking n more grows the account's term max(u, g) by max(0, u + n - max(u, g)).
+        mine = self._held(account, resource)
+        cohort_room = cohort_size - held + (mine - used)
+        return cohort_room if room is None else min(room, cohort_room)
+
+    def _held(self, account: str, resource: str) -> int:
+        """max(used, guaranteed): what the account takes from its cohort's size."""
+        settings = self._settings.get(account)
+        used = self._used.get(account, {}).get(resource, 0)
+        if settings is None:
+            return used
+        quota = settings.quota.get(resource, 0)
+        lendable = min(settings.lending_limit.get(resource, quota), quota)
+        return max(used, quota - lendable)
+
+
+def _model_held(state: State, placements: dict[str, list[int]]) -> str | None:
+    for node_id in placements:
+        node = state.nodes.get(node_id)
+        if node is not None:
+            return model_of(node)
+    return None
