@@ -1,6 +1,9 @@
 """Small builders for events in tests: every field defaulted, override what matters."""
 
 import itertools
+from typing import Any
+
+import msgspec
 
 from allot.core import State, apply
 from allot.proto.events import (
@@ -30,19 +33,34 @@ def spec(gpus: int = 1, account: str = "lab/team", resumable: bool = False) -> J
 
 
 def submitted(
-    job_id: str, gpus: int = 1, *, resumable: bool = False, key: str | None = None
+    job_id: str,
+    gpus: int = 1,
+    *,
+    resumable: bool = False,
+    key: str | None = None,
+    at: int = 1_000,
+    **fields: Any,
 ) -> JobSubmitted:
-    return JobSubmitted(
-        meta=meta(), job_id=job_id, spec=spec(gpus, resumable=resumable), idempotency_key=key
-    )
+    """A submission; ``fields`` set any other spec field (workers, topology, tier...)."""
+    job = msgspec.structs.replace(spec(gpus, resumable=resumable), **fields)
+    return JobSubmitted(meta=meta(at), job_id=job_id, spec=job, idempotency_key=key)
 
 
-def node(node_id: str, gpus: int = 8) -> NodeRegistered:
+def node(
+    node_id: str,
+    gpus: int = 8,
+    *,
+    model: str = "SIM",
+    rack: str | None = None,
+    islands: list[list[int]] | None = None,
+) -> NodeRegistered:
     return NodeRegistered(
         meta=meta(),
         node_id=node_id,
-        hostname="h",
-        gpus=[GpuInfo(index=i, model="SIM", memory_mib=1024) for i in range(gpus)],
+        hostname=f"host-{node_id}",
+        gpus=[GpuInfo(index=i, model=model, memory_mib=1024) for i in range(gpus)],
+        labels={"rack": rack} if rack else {},
+        nvlink_islands=islands if islands is not None else [list(range(gpus))],
     )
 
 

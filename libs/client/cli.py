@@ -21,7 +21,7 @@ from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
 from allot.proto.commands import BudgetGrantRequest
-from allot.proto.events import TIERS
+from allot.proto.events import TIERS, TOPOLOGIES
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -267,6 +267,12 @@ async def cmd_bench_ledger(args: argparse.Namespace) -> int:
     return bench_ledger(args)
 
 
+async def cmd_bench_planner(args: argparse.Namespace) -> int:
+    from allot.client.bench_planner import bench_planner
+
+    return bench_planner(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -318,7 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
         "submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS..."
     )
     submit.add_argument("--file", help="a TOML job file; flags given as well win over it")
-    submit.add_argument("--gpus", type=int, help="GPUs on one node")
+    submit.add_argument("--gpus", type=int, help="GPUs per worker (an elastic job's minimum)")
+    submit.add_argument("--workers", type=int, help="workers started together as a gang (1)")
+    submit.add_argument(
+        "--topology",
+        choices=TOPOLOGIES,
+        help="where all the job's GPUs must be: one NVLink island, node or rack, or any (default)",
+    )
+    submit.add_argument("--flavor", help="the GPU model it needs, e.g. H100 (default: any)")
+    submit.add_argument("--max-gpus", type=int, help="elastic: it can use up to this many GPUs")
     submit.add_argument("--account", help="account path, e.g. ml/vision/alice")
     submit.add_argument("--name", help="a name to recognise the job by")
     submit.add_argument("--tier", choices=TIERS, help="interactive, batch (default), best-effort")
@@ -332,13 +346,19 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--workdir", help="working directory of the job (default: its job directory)"
     )
-    submit.add_argument("--cpus", type=int, help="CPUs the job needs (DRF charging)")
-    submit.add_argument("--memory-mib", type=int, help="memory the job needs")
+    submit.add_argument("--cpus", type=int, help="CPUs per worker (DRF charging, quotas)")
+    submit.add_argument("--memory-mib", type=int, help="memory per worker")
     submit.add_argument(
         "--min-runtime", type=duration, help="e.g. 30m: protected this long; with a budget, funded"
     )
     submit.add_argument(
         "--max-runtime", type=duration, help="e.g. 4h: the longest the job will run (declared)"
+    )
+    submit.add_argument(
+        "--checkpoint-interval", type=duration, help="e.g. 10m: how often it checkpoints"
+    )
+    submit.add_argument(
+        "--grace", type=duration, help="from SIGTERM to SIGKILL when it is stopped (default 30s)"
     )
     submit.add_argument(
         "--wait", action="store_true", help="follow the job and exit with its exit code"
@@ -411,18 +431,37 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", type=int, default=20, help="how many events (default 20)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
 
-    ledger = add("bench-ledger", cmd_bench_ledger, "measure the ledger's fold and ranking speed")
+    bench_cmd = commands.add_parser("bench", help="benchmarks, reproducible from a seed")
+    benches = bench_cmd.add_subparsers(dest="bench_name", required=True)
+
+    def add_bench(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+        sub = benches.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    stack = add_bench("stack", cmd_bench, "submit-to-start latency and intake throughput")
+    stack.add_argument(
+        "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
+    )
+    stack.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
+    stack.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
+
+    ledger = add_bench("ledger", cmd_bench_ledger, "the ledger's fold and fair-share ranking")
     ledger.add_argument("--events", type=int, default=200_000, help="events in the synthetic log")
     ledger.add_argument("--teams", type=int, default=64, help="leaf accounts")
     ledger.add_argument("--seed", type=int, default=1)
     ledger.add_argument("--repeat", type=int, default=3)
 
-    bench = add("bench", cmd_bench, "measure submit-to-start latency and intake throughput")
-    bench.add_argument(
-        "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
+    planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
+    planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")
+    planner.add_argument(
+        "--pending",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[10_000],
+        help="queue sizes to measure, e.g. 1000,10000,50000 (default 10000)",
     )
-    bench.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
-    bench.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
+    planner.add_argument("--seed", type=int, default=1)
+    planner.add_argument("--repeat", type=int, default=20, help="cycles per queue size")
     return parser
 
 

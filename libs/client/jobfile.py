@@ -3,10 +3,16 @@
 A job file holds the same fields as the flags::
 
     account = "lab/vision/alice"
-    gpus = 2
-    tier = "interactive"
+    workers = 2            # a gang of two workers...
+    gpus = 4               # ...of four GPUs each
+    topology = "rack"      # nvlink | node | rack | any
+    flavor = "H100"
+    tier = "batch"
     min_runtime = "30m"
     max_runtime = "4h"
+    resumable = true
+    checkpoint_interval = "10m"
+    grace = "2m"
     command = ["python", "train.py", "--epochs", "3"]
     [env]
     WANDB_MODE = "offline"
@@ -23,9 +29,27 @@ from allot.core.accounts import parse_duration
 from allot.proto.commands import FieldError
 from allot.proto.events import JobSpec
 
-# Flag (argparse dest) -> JobSpec field, for flags whose names differ.
-_FIELD = {"min_runtime": "min_runtime_ns", "max_runtime": "max_runtime_ns"}
-_PLAIN = ("account", "gpus", "name", "resumable", "workdir", "cpus", "memory_mib", "tier")
+# Durations, written "30m" in a file: flag (argparse dest) and file name -> JobSpec field.
+_DURATIONS = {
+    "min_runtime": "min_runtime_ns",
+    "max_runtime": "max_runtime_ns",
+    "checkpoint_interval": "checkpoint_interval_ns",
+    "grace": "grace_ns",
+}
+_PLAIN = (
+    "account",
+    "gpus",
+    "workers",
+    "topology",
+    "flavor",
+    "max_gpus",
+    "name",
+    "resumable",
+    "workdir",
+    "cpus",
+    "memory_mib",
+    "tier",
+)
 
 
 class SpecError(Exception):
@@ -39,9 +63,9 @@ def spec_from(args: argparse.Namespace) -> JobSpec:
     for name in _PLAIN:
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
-    for name in ("min_runtime", "max_runtime"):
+    for name, field in _DURATIONS.items():
         if getattr(args, name) is not None:
-            fields[_FIELD[name]] = getattr(args, name)
+            fields[field] = getattr(args, name)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
         fields["command"] = command
@@ -74,12 +98,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         fields = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise SpecError(FieldError(field="file", value=str(path), message=str(error))) from None
-    for name in ("min_runtime", "max_runtime"):
+    for name, field in _DURATIONS.items():
         if name in fields:
+            written = str(fields.pop(name))
             try:
-                fields[_FIELD[name]] = parse_duration(str(fields.pop(name)))
+                fields[field] = parse_duration(written)
             except ValueError as error:
-                raise SpecError(
-                    FieldError(field=name, value=str(path), message=str(error))
-                ) from None
+                raise SpecError(FieldError(field=name, value=written, message=str(error))) from None
     return fields

@@ -204,7 +204,9 @@ class Capacity:
         left = workers
         while left:
             at = bisect.bisect_left(room, (left, ""))
-            slots, node_id = room.pop(at if at < len(room) else -1)
+            if at == len(room):  # none holds the rest: the roomiest, lowest id first
+                at = bisect.bisect_left(room, (room[-1][0], ""))
+            slots, node_id = room.pop(at)
             count = min(slots, left) * per_worker
             gpus = self.nodes[node_id].pick(count, one_island=False)
             assert gpus is not None  # it has ``slots * per_worker`` free GPUs

@@ -126,18 +126,20 @@ def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
 def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
     outside_the_tree = len(ranked) + 1
     exhausted = _exhausted_accounts(state, now)
+    standing = {  # account -> (budget exhausted, fair-share rank)
+        account: (
+            account in exhausted,
+            ranked[account].rank if account in ranked else outside_the_tree,
+        )
+        for account in state.job_accounts
+    }
+    tier = {name: n for n, name in enumerate(TIERS)}
+    step, most = policy.aging_step_ns, policy.aging_max_ranks
 
     def order(job: JobRecord) -> tuple[int, bool, int, int, str]:
-        lift = min((now - job.submitted_at) // policy.aging_step_ns, policy.aging_max_ranks)
-        standing = ranked.get(job.spec.account)
-        rank = outside_the_tree if standing is None else standing.rank
-        return (
-            TIERS.index(job.spec.tier),
-            job.spec.account in exhausted,
-            rank - max(0, lift),
-            job.submitted_seq,
-            job.job_id,
-        )
+        lift = max(0, min((now - job.submitted_at) // step, most))
+        spent, rank = standing[job.spec.account]
+        return (tier[job.spec.tier], spent, rank - lift, job.submitted_seq, job.job_id)
 
     return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
 
@@ -152,6 +154,9 @@ def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
                 out[account] = path
                 break
     return out
+
+
+_Refusal = tuple[str, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
 
 
 class _Admitted(msgspec.Struct, kw_only=True):
@@ -180,7 +185,8 @@ class _Cycle:
         self.reservation_tried = False
         # (shape, may use held GPUs) -> why such a job does not fit. Within a cycle free
         # space only shrinks, so a shape that failed once fails again.
-        self._failed: dict[tuple[object, ...], tuple[str, ReasonParams, ReasonParams]] = {}
+        self._failed: dict[tuple[object, ...], _Refusal] = {}
+        self._refused: dict[tuple[object, ...], _Refusal] = {}  # see ``consider``
 
     def admission(self, admitted: _Admitted) -> Admission:
         return Admission(
@@ -191,38 +197,55 @@ class _Cycle:
 
     def consider(self, job: JobRecord, position: int) -> None:
         spec = job.spec
-        if not self.capacity.nodes:
-            return self._wait(job, position, NO_NODES, {})
-        models = [spec.flavor] if spec.flavor else self.capacity.models
-        if spec.flavor and spec.flavor not in self.capacity.free_by_model:
-            code = NODE_CORDONED if spec.flavor in self.unschedulable_models else NO_NODES
-            flavor: ReasonParams = {"flavor": spec.flavor}
-            return self._wait(job, position, code, flavor)
-        allowed, block = self.quotas.models_allowed(spec, models)
-        if block is not None:
-            return self._wait(
-                job,
-                position,
-                QUOTA,
-                {"account": block.account, "resource": block.resource, "need": block.need},
-                {"available": block.available},
-            )
         short = self._ends_before_reservation(job)
-        key = (spec.workers, spec.gpus, spec.topology, tuple(allowed), short)
-        placements = None if key in self._failed else self._place(job, allowed, short)
-        if placements is not None:
-            return self._admit(job, placements)
-        if key not in self._failed:
-            self._failed[key] = self._why(job, allowed, short)
-        code, params, detail = self._failed[key]
-        if spec.account in self.exhausted:
-            budget: ReasonParams = {"account": self.exhausted[spec.account]}
-            return self._wait(job, position, BUDGET_EXHAUSTED, budget, {"then": code, **detail})
+        # Free space and quota room only shrink within a cycle: a job like one refused
+        # before (same account, same shape) is refused for the same reason.
+        like = (spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
+                spec.memory_mib, short)  # fmt: skip
+        refused = self._refused.get(like)
+        if refused is not None:
+            return self._wait(job, position, *refused)
+        verdict = self._judge(job, short)
+        if isinstance(verdict, list):
+            return self._admit(job, verdict)
+        self._refused[like] = verdict
+        code, params, detail = verdict
         if code in (NO_FIT, NO_BLOCK, BEHIND) and not self.reservation_tried:
-            self._reserve(job, allowed)
+            self._reserve(job, list(self._models_of(job)))
             if self.reservation is not None:
                 detail = {**detail, "estimated_start": self.reservation.starts_at}
         self._wait(job, position, code, params, detail)
+
+    def _judge(self, job: JobRecord, short: bool) -> list[Placement] | _Refusal:
+        """Where the job goes now, or why it cannot."""
+        spec = job.spec
+        if not self.capacity.nodes:
+            return NO_NODES, {}, {}
+        if spec.flavor and spec.flavor not in self.capacity.free_by_model:
+            code = NODE_CORDONED if spec.flavor in self.unschedulable_models else NO_NODES
+            return code, {"flavor": spec.flavor}, {}
+        allowed, block = self.quotas.models_allowed(spec, self._models_of(job))
+        if block is not None:
+            params: ReasonParams = {
+                "account": block.account,
+                "resource": block.resource,
+                "need": block.need,
+            }
+            return QUOTA, params, {"available": block.available}
+        shape = (spec.workers, spec.gpus, spec.topology, tuple(allowed), short)
+        if shape not in self._failed:
+            placements = self._place(job, allowed, short)
+            if placements is not None:
+                return placements
+            self._failed[shape] = self._why(job, allowed, short)
+        code, params, detail = self._failed[shape]
+        if spec.account in self.exhausted:
+            budget: ReasonParams = {"account": self.exhausted[spec.account]}
+            return BUDGET_EXHAUSTED, budget, {"then": code, **detail}
+        return code, params, detail
+
+    def _models_of(self, job: JobRecord) -> list[str]:
+        return [job.spec.flavor] if job.spec.flavor else self.capacity.models
 
     def _place(self, job: JobRecord, models: list[str], short: bool) -> list[Placement] | None:
         spec = job.spec
@@ -233,10 +256,13 @@ class _Cycle:
             self.capacity.give(held.node_id, held.gpus)
         placements = self.capacity.place(spec.workers, spec.gpus, spec.topology, models)
         taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
+        still_held = []
         for held in self.reservation.held:
-            self.capacity.take(
-                held.node_id, [g for g in held.gpus if (held.node_id, g) not in taken]
-            )
+            gpus = [g for g in held.gpus if (held.node_id, g) not in taken]
+            self.capacity.take(held.node_id, gpus)
+            if gpus:
+                still_held.append(Placement(node_id=held.node_id, gpus=gpus))
+        self.reservation = msgspec.structs.replace(self.reservation, held=still_held)
         return placements
 
     def _admit(self, job: JobRecord, placements: list[Placement]) -> None:
@@ -258,9 +284,7 @@ class _Cycle:
         reason = PendingReason(job_id=job.job_id, code=code, params=params)
         self.waiting.append(Waiting(reason=reason, position=position, detail=detail or {}))
 
-    def _why(
-        self, job: JobRecord, models: list[str], short: bool
-    ) -> tuple[str, ReasonParams, ReasonParams]:
+    def _why(self, job: JobRecord, models: list[str], short: bool) -> _Refusal:
         """Why a job that quota allows does not fit: code, parameters, figures of the moment."""
         spec = job.spec
         need = spec.total_gpus

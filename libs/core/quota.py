@@ -44,8 +44,11 @@ class QuotaBlock(msgspec.Struct, frozen=True, kw_only=True):
 def needs(spec: JobSpec, model: str | None, gpus: int | None = None) -> Usage:
     """What a job holds of each resource once placed on ``model`` (with ``gpus`` in all)."""
     amounts = gpu_amounts(spec.total_gpus if gpus is None else gpus, model)
-    amounts.update(cpu=spec.cpus * spec.workers, memory_mib=spec.memory_mib * spec.workers)
-    return {resource: amount for resource, amount in amounts.items() if amount}
+    if spec.cpus:
+        amounts["cpu"] = spec.cpus * spec.workers
+    if spec.memory_mib:
+        amounts["memory_mib"] = spec.memory_mib * spec.workers
+    return amounts
 
 
 def gpu_amounts(gpus: int, model: str | None) -> Usage:
@@ -70,6 +73,16 @@ class QuotaBook:
         self.by_model = any(r.startswith(GPU + ":") for rs in self._managed.values() for r in rs)
         self._capacity: Usage = {}
         self._used: dict[str, Usage] = {}
+        self._paths: dict[str, list[tuple[str, str]]] = {}  # account -> (path, its cohort)...
+        # (cohort, resource) -> sum over its members of max(used, guaranteed), kept current
+        self._cohort_held: dict[tuple[str, str], int] = {
+            (parent, resource): sum(self._held(child, resource) for child in children)
+            for parent, children in self._children.items()
+            for resource in self._managed[parent]
+        }
+        # (account, wanted) -> the (path, resource) that refused it. Use only grows within a
+        # cycle, so what was refused stays refused; only its room is read again.
+        self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
         if not self.active:
             return
         for node in state.nodes.values():
@@ -82,10 +95,15 @@ class QuotaBook:
                 ):
                     self._capacity[resource] = self._capacity.get(resource, 0) + amount
         holders = {job_id for node in state.nodes.values() for job_id in node.allocated.values()}
-        for job_id in sorted(holders):
+        held: dict[str, Usage] = {}  # leaf account -> what its running jobs hold
+        for job_id in holders:
             job = state.jobs[job_id]
             model = _model_held(state, job.placements)
-            self.charge(job.spec.account, needs(job.spec, model, job.gpu_count))
+            total = held.setdefault(job.spec.account, {})
+            for resource, amount in needs(job.spec, model, job.gpu_count).items():
+                total[resource] = total.get(resource, 0) + amount
+        for account, amounts in sorted(held.items()):
+            self.charge(account, amounts)
 
     def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
         """The first limit a job on ``model`` would break, leaf first, or None."""
@@ -95,26 +113,42 @@ class QuotaBook:
         """The first limit taking ``wanted`` more would break for ``account``, leaf first."""
         if not self.active:
             return None
-        for path in ancestry(account):
-            parent = parent_of(path) or ""
+        key = (account, tuple(sorted(wanted.items())))
+        refused = self._refused.get(key)
+        if refused is not None:
+            path, resource = refused
+            return self._block(path, resource, wanted[resource])
+        for path, parent in self._path(account):
             for resource in sorted(self._managed.get(parent, frozenset()) & wanted.keys()):
-                room = self._room(path, parent, resource)
-                if room < wanted[resource]:
-                    return QuotaBlock(
-                        account=path,
-                        resource=resource,
-                        need=wanted[resource],
-                        available=max(0, room),
-                    )
+                block = self._block(path, resource, wanted[resource])
+                if block is not None:
+                    self._refused[key] = (path, resource)
+                    return block
         return None
 
     def charge(self, account: str, amounts: Usage) -> None:
         if not self.active:
             return
-        for path in ancestry(account):
+        for path, parent in self._path(account):
             used = self._used.setdefault(path, {})
+            managed = self._managed.get(parent, frozenset())
             for resource, amount in amounts.items():
+                before = self._held(path, resource)
                 used[resource] = used.get(resource, 0) + amount
+                if resource in managed:
+                    self._cohort_held[parent, resource] += self._held(path, resource) - before
+
+    def _path(self, account: str) -> list[tuple[str, str]]:
+        path = self._paths.get(account)
+        if path is None:
+            path = self._paths[account] = [(a, parent_of(a) or "") for a in ancestry(account)]
+        return path
+
+    def _block(self, path: str, resource: str, need: int) -> QuotaBlock | None:
+        room = self._room(path, parent_of(path) or "", resource)
+        if room >= need:
+            return None
+        return QuotaBlock(account=path, resource=resource, need=need, available=max(0, room))
 
     def models_allowed(
         self, spec: JobSpec, models: Iterable[str]
@@ -147,7 +181,7 @@ class QuotaBook:
             cohort_size = self._capacity[resource]
         else:  # nothing says how much there is: only the borrowing limit binds
             return room if room is not None else sys.maxsize
-        held = sum(self._held(child, resource) for child in self._children.get(parent, []))
+        held = self._cohort_held[parent, resource]
         # Taking n more grows the account's term max(u, g) by max(0, u + n - max(u, g)).
         mine = self._held(account, resource)
         cohort_room = cohort_size - held + (mine - used)

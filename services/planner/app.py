@@ -11,6 +11,7 @@ gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 
 from allot.bus.eventlog import Conflict, EventLog
@@ -22,6 +23,7 @@ from allot.proto.events import MaxWaitExceeded, PlanComputed
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
 log = logging.getLogger("allot.planner")
+FREEZE_EVERY = 1000  # plans
 
 
 class Planner:
@@ -109,6 +111,11 @@ class Planner:
             return
         self._own_plan_seq = appended.seq
         self.plans += 1
+        if self.plans % FREEZE_EVERY == 1:
+            # The folded state is long-lived: keep the collector from rescanning it on every
+            # plan (a fifth of a 10k-job cycle otherwise). New objects are still collected.
+            gc.collect()
+            gc.freeze()
         log.info(
             "plan on %d: %d admitted, %d reasons changed (%d plans, %d conflicts)",
             self.state.seq,

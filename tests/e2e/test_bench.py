@@ -16,7 +16,7 @@ def run(*args: str) -> dict[str, object]:
 
 
 def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
-    report = run("bench", "--jobs", "5", "--burst", "50")
+    report = run("bench", "stack", "--jobs", "5", "--burst", "50")
     latency, intake = report["submit_to_start_ms"], report["intake"]
     assert isinstance(latency, dict)
     assert isinstance(intake, dict)
@@ -28,8 +28,8 @@ def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
 
 
 def test_the_ledger_benchmark_is_reproducible_from_its_seed() -> None:
-    first = run("bench-ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
-    again = run("bench-ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
+    first = run("bench", "ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
+    again = run("bench", "ledger", "--events", "5000", "--seed", "3", "--repeat", "1")
     assert first["events"] == again["events"] == 5000
     assert (first["jobs"], first["accounts"]) == (again["jobs"], again["accounts"])
     assert isinstance(first["fold_events_per_s"], float)

@@ -27,8 +27,9 @@ async def test_a_job_runs_and_its_events_are_in_order(client: AsyncClient, tmp_p
 
     assert job.status == JobStatus.SUCCEEDED
     assert job.exit_code == 0
-    assert out.read_text() == f"{','.join(map(str, job.gpus))} {job.job_id}"
-    assert len(job.gpus) == 2
+    [gpus] = job.placements.values()
+    assert out.read_text() == f"{','.join(map(str, gpus))} {job.job_id}"
+    assert len(gpus) == 2
     trail = [
         r.type
         for r in await client.events.read()
@@ -257,7 +258,7 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    running_job = submit()
+    running_job = submit("--max-runtime", "1h")
     await until(client, lambda s: s.jobs.get(running_job) is not None and running(s, running_job))
     batch = submit("--name", "later-batch")
     interactive = submit("--tier", "interactive", "--name", "notebook")
@@ -269,17 +270,22 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
     )
     rows = json.loads(cli(stack.url, "queue", "--json").stdout)
     assert [(r["job_id"], r["tier"], r["reason_text"]) for r in rows] == [
-        (interactive, "interactive", "NO_FIT(need 4)"),
-        (batch, "batch", "NO_FIT(need 4)"),
+        (interactive, "interactive", "NO_FIT(need 4); free 2"),
+        (batch, "batch", "NO_FIT(need 4); free 2"),
     ]
+    # The head job is promised node-1 once the running job's declared hour is over.
+    state = await client.state()
+    assert rows[0]["estimated_start"] == state.jobs[running_job].started_at + 3600 * 10**9
+    assert rows[1]["estimated_start"] is None
     waiting = json.loads(cli(stack.url, "explain", batch, "--json").stdout)
     assert (waiting["position"], waiting["queue_length"], waiting["reason"]) == (
         2,
         2,
-        "NO_FIT(need 4)",
+        "NO_FIT(need 4); free 2",
     )
+    assert "estimated start" in cli(stack.url, "explain", interactive).stdout
     placed = cli(stack.url, "explain", running_job)
-    assert "admitted to node-1 GPUs [0, 1, 2, 3], unfunded" in placed.stdout
+    assert "admitted to node-1[0,1,2,3], unfunded" in placed.stdout
     assert cli(stack.url, "explain", "j-nope").returncode == 1
 
 

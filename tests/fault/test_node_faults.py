@@ -18,7 +18,7 @@ async def test_a_killed_node_agent_ends_in_node_lost_and_its_job_is_not_left_run
     assert reply.job_id is not None
     job_id = reply.job_id
     state = await until(client, lambda s: running(s, job_id))
-    node_id = state.jobs[job_id].node_id
+    [node_id] = state.jobs[job_id].placements
     assert node_id == "node-1"
 
     stack.kill(node_id)
@@ -29,8 +29,7 @@ async def test_a_killed_node_agent_ends_in_node_lost_and_its_job_is_not_left_run
     assert "node-1 lost" in job.end_reason
 
     # The agent comes back: the node is usable again and the orphaned process is killed.
-    pid = job.pid
-    assert pid is not None
+    pid = job.started_on[node_id]
     await stack.revive(node_id)
     await until(
         client, lambda s: s.seq > state.seq and node_id in s.nodes and not s.nodes[node_id].lost
@@ -71,10 +70,7 @@ async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_aga
     assert reply.job_id is not None
     job_id = reply.job_id
     state = await until(client, lambda s: running(s, job_id))
-    node_id = state.jobs[job_id].node_id
-    pid = state.jobs[job_id].pid
-    assert node_id is not None
-    assert pid is not None
+    [(node_id, pid)] = state.jobs[job_id].started_on.items()
 
     # As if telemetry had missed its heartbeats.
     await client.events.append(b.lost(node_id))

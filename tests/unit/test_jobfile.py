@@ -40,12 +40,33 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
     assert spec.env == {"MODE": "offline", "SEED": "1"}
 
 
+def test_gang_topology_flavor_and_elastic_fields_from_file_and_flags(tmp_path: Path) -> None:
+    (tmp_path / "gang.toml").write_text(
+        'account = "a"\nworkers = 4\ngpus = 8\ntopology = "rack"\nflavor = "H100"\n'
+        'checkpoint_interval = "10m"\ngrace = "2m"\nresumable = true\ncommand = ["x"]'
+    )
+    gang = spec_for("--file", str(tmp_path / "gang.toml"))
+    assert (gang.workers, gang.gpus, gang.total_gpus, gang.topology) == (4, 8, 32, "rack")
+    assert (gang.flavor, gang.resumable) == ("H100", True)
+    assert (gang.checkpoint_interval_ns, gang.grace_ns) == (600 * 10**9, 120 * 10**9)
+    elastic = spec_for(
+        "--account", "a", "--gpus", "2", "--max-gpus", "8", "--topology", "nvlink",
+        "--workers", "1", "--grace", "5s", "--", "serve",
+    )  # fmt: skip
+    assert (elastic.gpus, elastic.max_gpus, elastic.topology, elastic.grace_ns) == (
+        2, 8, "nvlink", 5 * 10**9,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("content", "argv", "field"),
     [
         ('account = "a"\ngpus = "two"\ncommand = ["x"]', [], "gpus"),
         ('account = "a"\ngpus = 1\ntier = "urgent"\ncommand = ["x"]', [], "tier"),
         ('account = "a"\ngpus = 1\nmin_runtime = "soon"', [], "min_runtime"),
+        ('account = "a"\ngpus = 1\ntopology = "switch"\ncommand = ["x"]', [], "topology"),
+        ('account = "a"\ngpus = 1\ngrace = "later"\ncommand = ["x"]', [], "grace"),
+        ('account = "a"\ngpus = 1\nworkers = "many"\ncommand = ["x"]', [], "workers"),
         ('gpus = 1\ncommand = ["x"]', [], "account"),
         ("gpus = [", [], "file"),
     ],
