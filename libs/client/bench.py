@@ -1,4 +1,4 @@
-"""``allot bench``: submit-to-start latency on an idle stack and sustained intake throughput.
+"""``allot bench stack``: submit-to-start latency on an idle stack and sustained intake throughput.
 
 It starts its own stack in a temporary directory, so the numbers do not depend on what else
 runs. Latency is measured from the ``at`` of ``JobSubmitted`` (stamped by intake) to the

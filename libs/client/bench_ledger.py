@@ -1,4 +1,4 @@
-"""``allot bench-ledger``: how fast the ledger's accounting folds and ranks, on a synthetic
+"""``allot bench ledger``: how fast the ledger's accounting folds and ranks, on a synthetic
 log made from a seed (so runs are comparable).
 
 The log: an account tree (``--teams`` teams under a handful of programs), nodes, and jobs

@@ -40,6 +40,11 @@ DEMO_JOBS = [
     ("big-train", "platform/carol", 8, "import time; time.sleep(5); print('done')"),
     ("batch-infer", "platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
 ]
+# A gang of one full node per worker (on two nodes when there are two), started at once.
+GANG_CODE = (
+    "import os, time; time.sleep(2); print('rank', os.environ['ALLOT_NODE_RANK'], 'of',"
+    " os.environ['ALLOT_NUM_NODES'], 'done')"
+)
 
 
 async def up(args: argparse.Namespace) -> int:
@@ -63,7 +68,7 @@ async def up(args: argparse.Namespace) -> int:
         announce(args, stack)
         if args.demo:
             largest = max(n.gpus for n in stack.nodes)
-            await submit_demo(stack.url, largest, as_json=args.json)
+            await submit_demo(stack.url, largest, len(stack.nodes), as_json=args.json)
         await stopped.wait()
     finally:
         print("stopping…", file=sys.stderr, flush=True)
@@ -91,7 +96,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
     )
 
 
-async def submit_demo(url: str, largest_node: int, as_json: bool) -> None:
+async def submit_demo(url: str, largest_node: int, nodes: int, as_json: bool) -> None:
     """A small mixed workload; jobs asking for more than the largest node get that node."""
     async with await AsyncClient.connect(url) as client:
         await client.apply_accounts(DEMO_ACCOUNTS)
@@ -101,7 +106,22 @@ async def submit_demo(url: str, largest_node: int, as_json: bool) -> None:
                 account=account, gpus=gpus, name=name, command=[sys.executable, "-c", code]
             )
             reply = await client.submit(spec)
-            if as_json:
-                print(json.dumps({"demo": name, "gpus": gpus, "job_id": reply.job_id}), flush=True)
-            else:
-                print(f"demo: submitted {name} ({gpus} GPUs) as {reply.job_id}", flush=True)
+            announce_demo(name, f"{gpus} GPUs", reply.job_id, as_json)
+        workers = min(2, nodes)
+        gang = JobSpec(
+            account="research/bob",
+            name="ddp-pretrain",
+            workers=workers,
+            gpus=largest_node,
+            max_runtime_ns=3600 * 10**9,
+            command=[sys.executable, "-c", GANG_CODE],
+        )
+        reply = await client.submit(gang)
+        announce_demo(gang.name, f"{workers}x{largest_node} GPUs", reply.job_id, as_json)
+
+
+def announce_demo(name: str, shape: str, job_id: str | None, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"demo": name, "gpus": shape, "job_id": job_id}), flush=True)
+    else:
+        print(f"demo: submitted {name} ({shape}) as {job_id}", flush=True)

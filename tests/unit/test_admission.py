@@ -7,12 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, apply, plan
+from allot.core.maxwait import overdue
 from allot.core.placement import Capacity
 from allot.core.planner import Plan
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
+    BudgetGranted,
     Event,
+    MaxWaitExceeded,
     NodeCordoned,
     PendingReason,
 )
@@ -282,7 +285,11 @@ def test_the_plan_is_byte_identical_for_the_same_snapshot_in_any_node_order(
     rest = [e for e in events if type(e).__name__ != "NodeRegistered"]
     first = plan(fold(*registrations, *rest), NOW, DEFAULT_POLICY)
     order.shuffle(registrations)
-    second = plan(fold(*registrations, *rest), NOW, DEFAULT_POLICY)
+    state = fold(*registrations, *rest)
+    waiting = list(state.pending)
+    order.shuffle(waiting)  # the queue as the fold holds it, in any order
+    state.pending = dict.fromkeys(waiting)
+    second = plan(state, NOW, DEFAULT_POLICY)
     assert msgspec.json.encode(first) == msgspec.json.encode(second)
 
 
@@ -292,3 +299,31 @@ def test_reasons_are_recorded_only_when_they_change() -> None:
     assert decided.pending == [PendingReason(job_id="j", code="NO_FIT", params={"need": 4})]
     apply(state, state.seq + 1, msgspec.structs.replace(b.plan(), pending=decided.pending))
     assert plan(state, NOW + HOUR, DEFAULT_POLICY).empty
+
+
+def test_jobs_past_their_accounts_max_wait_are_overdue_once_per_attempt() -> None:
+    state = fold(
+        account("lab", max_wait_ns=HOUR),
+        account("lab/a"),
+        account("lab/b", max_wait_ns=3 * HOUR),
+        b.submitted("a", account="lab/a", at=NOW - 2 * HOUR),
+        b.submitted("b", account="lab/b", at=NOW - 2 * HOUR),
+    )
+    late = overdue(state, NOW)
+    assert [(o.job_id, o.account, o.waited_ns) for o in late] == [("a", "lab", 2 * HOUR)]
+    apply(state, state.seq + 1, MaxWaitExceeded(meta=b.meta(), **msgspec.structs.asdict(late[0])))
+    assert overdue(state, NOW) == []
+    assert [o.job_id for o in overdue(state, NOW + 2 * HOUR)] == ["b"]
+
+
+def test_work_of_an_account_whose_budget_ran_out_goes_after_everyone_elses() -> None:
+    state = fold(
+        b.node("n1", 1),
+        BudgetGranted(meta=b.meta(), path="spent", gpu_ms=0, period_ns=24 * HOUR, starts_at=0),
+        b.submitted("first", account="spent", at=NOW - HOUR),
+        b.submitted("second", account="fresh", at=NOW),
+        b.submitted("third", account="spent", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["second"]
+    assert reasons(decided)["first"] == ("BUDGET_EXHAUSTED", {"account": "spent"})

@@ -11,6 +11,7 @@ from allot.proto.events import (
     JobCancelRequested,
     JobPreempted,
     JobRequeued,
+    MaxWaitExceeded,
     NodeCordoned,
     NodeHealthChanged,
     NodeUncordoned,
@@ -162,6 +163,83 @@ def test_an_undecodable_record_is_ignored_and_counted() -> None:
     assert state.ignored[0].type == "JobTeleported"
 
 
+def test_a_gang_runs_once_any_node_started_and_succeeds_when_every_node_exited_0() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("g", 4, workers=2),
+        b.plan(b.admission("g", ("n1", [0, 1, 2, 3]), ("n2", [0, 1, 2, 3]))),
+        b.started("g", "n2", [0, 1, 2, 3]),
+    )
+    gang = state.jobs["g"]
+    assert gang.status == JobStatus.RUNNING
+    assert state.unbilled[("g", 0)].gpus == 8
+    apply(state, 6, b.started("g", "n1", [0, 1, 2, 3]))
+    apply(state, 7, b.exited("g", "n1"))
+    assert gang.status == JobStatus.RUNNING  # n2's process still runs
+    assert state.nodes["n1"].allocated  # the gang holds its GPUs until it ends
+    apply(state, 8, b.exited("g", "n2"))
+    assert gang.status == JobStatus.SUCCEEDED
+    assert not state.nodes["n1"].allocated
+    assert not state.nodes["n2"].allocated
+
+
+def test_a_gang_fails_with_its_first_failing_process_and_frees_every_node() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("g", 4, workers=2),
+        b.plan(b.admission("g", ("n1", [0, 1, 2, 3]), ("n2", [0, 1, 2, 3]))),
+        b.started("g", "n1", [0, 1, 2, 3]),
+        b.started("g", "n2", [0, 1, 2, 3]),
+        b.exited("g", "n2", 3),
+        b.exited("g", "n1", 137),  # killed by its agent: too late to matter
+    )
+    gang = state.jobs["g"]
+    assert gang.status == JobStatus.FAILED
+    assert gang.exit_code == 3
+    assert gang.end_reason == "exit 3 on n2"
+    assert not state.nodes["n1"].allocated
+    assert state.ignored[-1].type == "JobExited"
+
+
+def test_an_admission_that_splits_a_worker_or_misses_gpus_is_ignored() -> None:
+    base = [b.node("n1", 4), b.node("n2", 4), b.submitted("g", 4, workers=2)]
+    split = fold(
+        *base,
+        b.plan(
+            b.admission(
+                "g",
+                (
+                    "n1",
+                    [
+                        0,
+                        1,
+                        2,
+                        3,
+                    ],
+                ),
+                ("n2", [0, 1]),
+            ),
+        ),
+    )
+    assert split.jobs["g"].status == JobStatus.PENDING
+    odd = fold(*base, b.plan(b.admission("g", ("n1", [0, 1, 2, 3, 4]), ("n2", [0, 1, 2]))))
+    assert odd.jobs["g"].status == JobStatus.PENDING
+    assert "placements split a worker" in odd.ignored[-1].reason
+
+
+def test_a_max_wait_report_marks_the_waiting_attempt_only() -> None:
+    late = MaxWaitExceeded(
+        meta=b.meta(), job_id="j", account="lab", attempt=0, waited_ns=5, max_wait_ns=1
+    )
+    state = fold(b.submitted("j"), late)
+    assert state.jobs["j"].max_wait_exceeded
+    again = fold(b.submitted("j"), msgspec.structs.replace(late, attempt=1))
+    assert not again.jobs["j"].max_wait_exceeded
+    assert again.ignored_count == 1
+
+
 # --- properties ---------------------------------------------------------------------------
 
 JOBS = ["a", "b", "c"]
@@ -169,6 +247,20 @@ NODES = ["n1", "n2"]
 gpu_lists = st.lists(st.integers(0, 3), min_size=1, max_size=3)
 events = st.one_of(
     st.builds(lambda j, g: b.submitted(j, g), st.sampled_from(JOBS), st.integers(1, 3)),
+    st.builds(lambda j: b.submitted(j, 1, workers=2), st.sampled_from(JOBS)),
+    st.builds(
+        lambda j, g, h: b.plan(b.admission(j, ("n1", g), ("n2", h))),
+        st.sampled_from(JOBS),
+        gpu_lists,
+        gpu_lists,
+    ),
+    st.builds(
+        lambda j, a: MaxWaitExceeded(
+            meta=b.meta(), job_id=j, account="lab", attempt=a, waited_ns=2, max_wait_ns=1
+        ),
+        st.sampled_from(JOBS),
+        st.integers(0, 1),
+    ),
     st.builds(lambda n: b.node(n, 2), st.sampled_from(NODES)),
     st.builds(
         lambda j, n, g: b.plan((j, n, g)), st.sampled_from(JOBS), st.sampled_from(NODES), gpu_lists

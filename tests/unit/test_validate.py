@@ -88,3 +88,48 @@ def test_with_a_tree_jobs_go_to_leaf_accounts_of_it() -> None:
         ("account", "a parent account; submit to one of its leaves (a team or user queue)")
     ]
     assert [f for f, _ in problems(state, account="ml/nlp")] == ["account"]
+
+
+def test_gang_shape_flavor_and_elastic_limits_are_checked_against_the_cluster() -> None:
+    state = State()
+    for seq, event in enumerate(
+        [
+            b.node("a1", 8, model="A100", rack="r1", islands=[[0, 1, 2, 3], [4, 5, 6, 7]]),
+            b.node("a2", 8, model="A100", rack="r1"),
+            b.node("h1", 4, model="H100", rack="r2"),
+        ],
+        start=1,
+    ):
+        apply(state, seq, event)
+    assert problems(state, workers=2, gpus=8, topology="rack") == []
+    assert problems(state, workers=3, gpus=8, topology="rack") == [
+        (
+            "workers",
+            "24 GPUs with topology 'rack' cannot fit: the largest such block in the cluster has 16",
+        )
+    ]
+    assert problems(state, gpus=8, topology="nvlink") == []  # a2: one island of 8
+    assert problems(state, workers=2, gpus=8, topology="nvlink") == [
+        (
+            "workers",
+            "16 GPUs with topology 'nvlink' cannot fit: "
+            "the largest such block in the cluster has 8",
+        )
+    ]
+    assert problems(state, gpus=8, flavor="H100") == [
+        ("gpus", "no node has that many GPUs; the largest has 4")
+    ]
+    assert problems(state, flavor="V100") == [
+        ("flavor", "no node has that GPU model; the cluster has A100, H100")
+    ]
+    assert problems(state, workers=0) == [("workers", "must be at least 1")]
+    assert problems(state, gpus=2, max_gpus=1) == [
+        ("max_gpus", "at least gpus (2), or leave it out")
+    ]
+    assert problems(state, workers=2, max_gpus=4) == [
+        ("max_gpus", "elastic jobs have one worker; leave out workers or max_gpus")
+    ]
+    assert problems(state, grace_ns=-1) == [("grace", "from 0 up to 1h")]
+    assert problems(state, checkpoint_interval_ns=0) == [
+        ("checkpoint_interval", "a positive duration, or leave it out")
+    ]
