@@ -252,19 +252,21 @@ def _admission_problem(state: State, a: Admission) -> str:
         return f"{total} GPUs placed, the job needs {spec.total_gpus}"
     if spec.max_gpus is not None and not spec.gpus <= total <= spec.max_gpus:
         return f"{total} GPUs placed, the elastic job takes {spec.gpus} to {spec.max_gpus}"
-    if any(count % spec.gpus for count in counts) or len(
-        set(p.node_id for p in a.placements)
-    ) != len(a.placements):
-        return "placements split a worker or name a node twice"
+    nodes = [p.node_id for p in a.placements]
+    if len(set(nodes)) != len(nodes):
+        return "placements name a node twice"
+    if spec.max_gpus is not None and len(nodes) != 1:
+        return "an elastic job is one worker, on one node"
+    if spec.max_gpus is None and any(count % spec.gpus for count in counts):
+        return "placements split a worker across nodes"
     for placement in a.placements:
         node = state.nodes.get(placement.node_id)
         if node is None or not node.schedulable:
             return f"node {placement.node_id} is not schedulable"
         indices = {g.index for g in node.gpus}
         gpus = placement.gpus
-        if len(set(gpus)) != len(gpus) or any(
-            i not in indices or i in node.allocated for i in gpus
-        ):
+        taken = any(i not in indices or i in node.allocated for i in gpus)
+        if len(set(gpus)) != len(gpus) or taken:
             return f"GPUs {gpus} not free on {placement.node_id}"
     return ""
 

@@ -173,9 +173,6 @@ class State:
         if len(self.ignored) > MAX_IGNORED_KEPT:
             del self.ignored[: len(self.ignored) - MAX_IGNORED_KEPT]
 
-    def largest_node_gpus(self) -> int:
-        return max((len(n.gpus) for n in self.nodes.values()), default=0)
-
 
 # A fold rule: folds one event of its type into the state, or raises Ignore.
 FoldRule = Callable[[State, int, Any], None]

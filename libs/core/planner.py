@@ -31,7 +31,7 @@ from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
-from allot.core.quota import QuotaBook, gpu_amounts, needs
+from allot.core.quota import QuotaBlock, QuotaBook, gpu_amounts, needs
 from allot.core.topology import model_of
 from allot.proto.events import (
     TIERS,
@@ -157,6 +157,16 @@ def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
 
 
 _Refusal = tuple[str, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
+_ROOM_CODES = (NO_FIT, NO_BLOCK, BEHIND, RESERVED_FOR)
+
+
+def _quota_refusal(block: QuotaBlock) -> _Refusal:
+    params: ReasonParams = {
+        "account": block.account,
+        "resource": block.resource,
+        "need": block.need,
+    }
+    return QUOTA, params, {"available": block.available}
 
 
 class _Admitted(msgspec.Struct, kw_only=True):
@@ -203,6 +213,11 @@ class _Cycle:
         like = (spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
                 spec.memory_mib, short)  # fmt: skip
         refused = self._refused.get(like)
+        if refused is not None and refused[0] in _ROOM_CODES and self.quotas.active:
+            # Quota room shrank since: the first limit that binds is the one to tell.
+            block = self.quotas.models_allowed(spec, self._models_of(job))[1]
+            if block is not None:
+                refused = self._refused[like] = _quota_refusal(block)
         if refused is not None:
             return self._wait(job, position, *refused)
         verdict = self._judge(job, short)
@@ -211,7 +226,7 @@ class _Cycle:
         self._refused[like] = verdict
         code, params, detail = verdict
         if code in (NO_FIT, NO_BLOCK, BEHIND) and not self.reservation_tried:
-            self._reserve(job, list(self._models_of(job)))
+            self._reserve(job, self.quotas.models_allowed(spec, self._models_of(job))[0])
             if self.reservation is not None:
                 detail = {**detail, "estimated_start": self.reservation.starts_at}
         self._wait(job, position, code, params, detail)
@@ -226,12 +241,7 @@ class _Cycle:
             return code, {"flavor": spec.flavor}, {}
         allowed, block = self.quotas.models_allowed(spec, self._models_of(job))
         if block is not None:
-            params: ReasonParams = {
-                "account": block.account,
-                "resource": block.resource,
-                "need": block.need,
-            }
-            return QUOTA, params, {"available": block.available}
+            return _quota_refusal(block)
         shape = (spec.workers, spec.gpus, spec.topology, tuple(allowed), short)
         if shape not in self._failed:
             placements = self._place(job, allowed, short)
@@ -369,29 +379,31 @@ class _Cycle:
     # --- elastic growth ---
 
     def grow_elastic(self) -> None:
-        """Elastic jobs admitted in this cycle take free GPUs on their node, up to their
-        maximum, in queue order. Growing jobs already running needs a resize protocol."""
-        for n, admitted in enumerate(self.admitted):
+        """Elastic jobs admitted in this cycle take free GPUs on their node (in their island,
+        for ``nvlink``), up to their maximum, in queue order. Growing jobs already running
+        needs a resize protocol with the node agent."""
+        for admitted in self.admitted:
             spec = admitted.job.spec
             if spec.max_gpus is None or spec.max_gpus <= spec.gpus:
                 continue
             placement = admitted.placements[0]
             space = self.capacity.nodes[placement.node_id]
-            extra = min(spec.max_gpus - spec.gpus, space.free)
+            if spec.topology == "nvlink":
+                spare = space.islands[space.home[placement.gpus[0]]]
+            else:
+                spare = sorted(g for island in space.islands for g in island)
+            extra = min(spec.max_gpus - spec.gpus, len(spare))
             while extra and self.quotas.check_amounts(
                 spec.account, gpu_amounts(extra, space.model)
             ):
                 extra -= 1
             if not extra:
                 continue
-            more = space.pick(extra, one_island=False)
-            assert more is not None
+            more = spare[:extra]
             self.capacity.take(space.node_id, more)
             self.quotas.charge(spec.account, gpu_amounts(extra, space.model))
             grown = Placement(node_id=space.node_id, gpus=sorted(placement.gpus + more))
-            self.admitted[n] = _Admitted(
-                job=admitted.job, placements=[grown], funded=admitted.funded
-            )
+            admitted.placements = [grown]
 
 
 def _rank(standing: Standing) -> AccountRank:

@@ -69,7 +69,10 @@ class QuotaBook:
             parent: frozenset(r for child in children for r in state.accounts[child].quota)
             for parent, children in self._children.items()
         }
-        self.active = any(self._managed.values())
+        self._limited: dict[str, frozenset[str]] = {  # account -> resources it caps borrowing of
+            path: frozenset(settings.borrowing_limit) for path, settings in state.accounts.items()
+        }
+        self.active = any(self._managed.values()) or any(self._limited.values())
         self.by_model = any(r.startswith(GPU + ":") for rs in self._managed.values() for r in rs)
         self._capacity: Usage = {}
         self._used: dict[str, Usage] = {}
@@ -80,13 +83,14 @@ class QuotaBook:
             for parent, children in self._children.items()
             for resource in self._managed[parent]
         }
+        self._cohort_used = dict.fromkeys(self._cohort_held, 0)  # sum of members' use
         # (account, wanted) -> the (path, resource) that refused it. Use only grows within a
         # cycle, so what was refused stays refused; only its room is read again.
         self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
         if not self.active:
             return
         for node in state.nodes.values():
-            if node.schedulable:
+            if not node.lost:  # cordoned nodes' GPUs count: what runs there counts as used
                 for resource, amount in (
                     (GPU, len(node.gpus)),
                     (f"{GPU}:{model_of(node)}", len(node.gpus)),
@@ -119,7 +123,8 @@ class QuotaBook:
             path, resource = refused
             return self._block(path, resource, wanted[resource])
         for path, parent in self._path(account):
-            for resource in sorted(self._managed.get(parent, frozenset()) & wanted.keys()):
+            limited = self._managed.get(parent, frozenset()) | self._limited.get(path, frozenset())
+            for resource in sorted(limited & wanted.keys()):
                 block = self._block(path, resource, wanted[resource])
                 if block is not None:
                     self._refused[key] = (path, resource)
@@ -137,6 +142,7 @@ class QuotaBook:
                 used[resource] = used.get(resource, 0) + amount
                 if resource in managed:
                     self._cohort_held[parent, resource] += self._held(path, resource) - before
+                    self._cohort_used[parent, resource] += amount
 
     def _path(self, account: str) -> list[tuple[str, str]]:
         path = self._paths.get(account)
@@ -145,7 +151,7 @@ class QuotaBook:
         return path
 
     def _block(self, path: str, resource: str, need: int) -> QuotaBlock | None:
-        room = self._room(path, parent_of(path) or "", resource)
+        room = self._room(path, parent_of(path) or "", resource, need)
         if room >= need:
             return None
         return QuotaBlock(account=path, resource=resource, need=need, available=max(0, room))
@@ -166,26 +172,33 @@ class QuotaBook:
                 first = block
         return allowed, (None if allowed else first)
 
-    def _room(self, account: str, parent: str, resource: str) -> int:
+    def _room(self, account: str, parent: str, resource: str, need: int) -> int:
         """How much more of ``resource`` the account may take at this level."""
         settings = self._settings.get(account)
         quota = settings.quota.get(resource, 0) if settings else 0
         used = self._used.get(account, {}).get(resource, 0)
-        room: int | None = None
+        room = sys.maxsize
         if settings is not None and resource in settings.borrowing_limit:
             room = quota + settings.borrowing_limit[resource] - used
-        parent_settings = self._settings.get(parent)
-        if parent_settings is not None and resource in parent_settings.quota:
-            cohort_size = parent_settings.quota[resource]
-        elif self._capacity.get(resource):
-            cohort_size = self._capacity[resource]
-        else:  # nothing says how much there is: only the borrowing limit binds
-            return room if room is not None else sys.maxsize
+        if resource not in self._managed.get(parent, frozenset()):
+            return room
         held = self._cohort_held[parent, resource]
         # Taking n more grows the account's term max(u, g) by max(0, u + n - max(u, g)).
         mine = self._held(account, resource)
-        cohort_room = cohort_size - held + (mine - used)
-        return cohort_room if room is None else min(room, cohort_room)
+        parent_settings = self._settings.get(parent)
+        if parent_settings is not None and resource in parent_settings.quota:
+            cohort_room = parent_settings.quota[resource] - held + (mine - used)
+        elif self._capacity.get(resource):
+            cohort_room = self._capacity[resource] - held + (mine - used)
+            # The size is what the cluster has: a job too big even for the quota others
+            # keep unused is short of room, not of quota; placement says so, and may hold
+            # GPUs for it.
+            others_kept = (held - mine) - (self._cohort_used[parent, resource] - used)
+            if need > cohort_room + others_kept:
+                cohort_room = sys.maxsize
+        else:  # nothing says how much there is: only the borrowing limit binds
+            return room
+        return min(room, cohort_room)
 
     def _held(self, account: str, resource: str) -> int:
         """max(used, guaranteed): what the account takes from its cohort's size."""

@@ -123,14 +123,8 @@ class NodeAgent:
             if watch is not None:  # an earlier attempt still here
                 self._revoke(self._watched.pop(job.job_id))
             job_dir = JobDir(self.work_dir, job.job_id, job.attempts)
-            if job.status == JobStatus.ADMITTED and job.cancel_requested and not job_dir.launching:
-                cancelled = JobCancelled(
-                    meta=stamp(self.node_id, self.clock),
-                    job_id=job.job_id,
-                    node_id=self.node_id,
-                    attempt=job.attempts,
-                )
-                await self._append(cancelled, self._msg_id(job.job_id, job.attempts, "cancelled"))
+            if job.cancel_requested and not job_dir.launching:
+                await self._cancel_unstarted(job)
                 continue
             # A copy: the fold goes on changing the record while the watch awaits.
             watch = JobWatch(copy.copy(job), job_dir)
@@ -143,6 +137,30 @@ class NodeAgent:
         if self._first_pass:
             self._first_pass = False
             self._kill_orphans({JobDir(self.work_dir, j.job_id, j.attempts).path for j in mine})
+
+    async def _cancel_unstarted(self, job: JobRecord) -> None:
+        """A cancelled job whose process never started here is not started at all. If a
+        gang's other nodes already run it, this node reports its part as ended instead."""
+        event: Event
+        if job.status == JobStatus.ADMITTED:
+            event = JobCancelled(
+                meta=stamp(self.node_id, self.clock),
+                job_id=job.job_id,
+                node_id=self.node_id,
+                attempt=job.attempts,
+            )
+            await self._append(event, self._msg_id(job.job_id, job.attempts, "cancelled"))
+            return
+        event = JobExited(
+            meta=stamp(self.node_id, self.clock),
+            job_id=job.job_id,
+            node_id=self.node_id,
+            exit_code=None,
+            output_path="",
+            reason="cancelled before it started here",
+            attempt=job.attempts,
+        )
+        await self._append(event, self._msg_id(job.job_id, job.attempts, "exited"))
 
     def _revoke(self, watch: "JobWatch") -> None:
         """The log no longer gives this attempt to this node: nothing of it may keep running.

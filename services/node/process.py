@@ -62,7 +62,8 @@ def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
         "ALLOT_LEAD_HOST": lead_host,
         "ALLOT_WORKERS": str(job.spec.workers),
         "ALLOT_GPUS_PER_WORKER": str(job.spec.gpus),
-        "ALLOT_LOCAL_WORKERS": str(max(1, len(gpus) // job.spec.gpus)),
+        # An elastic job is one worker, however many GPUs it was given.
+        "ALLOT_LOCAL_WORKERS": str(1 if job.spec.max_gpus else len(gpus) // job.spec.gpus),
     }
 
 

@@ -159,18 +159,19 @@ def test_elastic_jobs_start_at_their_minimum_and_grow_into_what_is_left() -> Non
 # --- properties ---------------------------------------------------------------------------
 
 job_shapes = st.tuples(
-    st.integers(1, 3),  # workers
+    st.integers(1, 3),  # workers; 0: one elastic worker
     st.sampled_from([1, 2, 4, 8]),  # GPUs per worker
     st.sampled_from(["nvlink", "node", "rack", "any"]),
     st.sampled_from(["interactive", "batch", "best-effort"]),
     st.one_of(st.none(), st.integers(1, 6)),  # max runtime, hours
+    st.booleans(),  # elastic (one worker, up to twice its GPUs)
 )
 
 
 def scenario(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],
-    queued: list[tuple[int, int, str, str, int | None]],
+    queued: list[tuple[int, int, str, str, int | None, bool]],
     quotas: bool,
 ) -> list[Event]:
     events: list[Event] = [b.node(f"n{i}", g, rack=rack) for i, (g, rack) in enumerate(nodes)]
@@ -187,12 +188,12 @@ def scenario(
         gpus, free[node] = free[node][:count], free[node][count:]
         ends = None if hours is None else hours * HOUR
         events += running(f"r{n}", node, gpus, ends_in=ends, account="a" if n % 2 else "b")
-    for n, (workers, gpus, topology, tier, hours) in enumerate(queued):
+    for n, (workers, gpus, topology, tier, hours, elastic) in enumerate(queued):
         events.append(
             b.submitted(
-                f"q{n}", gpus, workers=workers, topology=topology, tier=tier, at=NOW,
-                max_runtime_ns=None if hours is None else hours * HOUR,
-                account="a" if n % 3 else "b",
+                f"q{n}", gpus, workers=1 if elastic else workers, topology=topology, tier=tier,
+                at=NOW, max_runtime_ns=None if hours is None else hours * HOUR,
+                account="a" if n % 3 else "b", max_gpus=2 * gpus if elastic else None,
             )
         )  # fmt: skip
     return events
@@ -211,7 +212,7 @@ holders = st.lists(
 def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],
-    queued: list[tuple[int, int, str, str, int | None]],
+    queued: list[tuple[int, int, str, str, int | None, bool]],
     quotas: bool,
 ) -> None:
     state = fold(*scenario(nodes, held, queued, quotas))
@@ -254,7 +255,7 @@ def test_plans_are_sound_and_leave_no_fitting_job_waiting(
 def test_quota_is_never_exceeded_beyond_the_borrowing_limit_nor_into_kept_quota(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],
-    queued: list[tuple[int, int, str, str, int | None]],
+    queued: list[tuple[int, int, str, str, int | None, bool]],
 ) -> None:
     state = fold(*scenario(nodes, [], queued, quotas=True))
     for _ in range(3):  # a few cycles, each on the outcome of the last
@@ -277,7 +278,7 @@ def test_quota_is_never_exceeded_beyond_the_borrowing_limit_nor_into_kept_quota(
 def test_the_plan_is_byte_identical_for_the_same_snapshot_in_any_node_order(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],
-    queued: list[tuple[int, int, str, str, int | None]],
+    queued: list[tuple[int, int, str, str, int | None, bool]],
     order: Any,
 ) -> None:
     events = scenario(nodes, held, queued, quotas=True)
@@ -327,3 +328,78 @@ def test_work_of_an_account_whose_budget_ran_out_goes_after_everyone_elses() -> 
     decided = plan(state, NOW, DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["second"]
     assert reasons(decided)["first"] == ("BUDGET_EXHAUSTED", {"account": "spent"})
+
+
+def test_with_quotas_a_job_short_of_room_still_gets_the_reservation() -> None:
+    state = fold(
+        b.node("n1", 8),
+        account("a", quota={"gpu": 16}),
+        account("b", quota={"gpu": 16}),
+        *running("r", "n1", [0, 1, 2, 3, 4, 5], ends_in=HOUR, account="b"),
+        b.submitted("big", 8, account="a", at=NOW),
+        b.submitted("long", 2, account="b", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert decided.admissions == []
+    assert reasons(decided) == {
+        "big": ("NO_FIT", {"need": 8}),
+        "long": ("RESERVED_FOR", {"job": "big"}),
+    }
+
+
+def test_quota_kept_by_a_lender_is_refused_as_quota_and_cordoned_work_still_counts() -> None:
+    state = fold(
+        b.node("n1", 8),
+        b.node("n2", 8),
+        account("a", quota={"gpu": 8}),
+        account("b", quota={"gpu": 8}, lending_limit={"gpu": 0}),
+        *running("r", "n1", list(range(8)), ends_in=None, account="a"),
+        NodeCordoned(meta=b.meta(), node_id="n1"),
+        b.submitted("a2", 4, account="a", at=NOW),
+        b.submitted("b1", 8, account="b", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    # b keeps all 8 of its quota: a, already at 8 (on the cordoned node), may not take it.
+    assert [a.job_id for a in decided.admissions] == ["b1"]
+    assert reasons(decided)["a2"] == ("QUOTA", {"account": "a", "resource": "gpu", "need": 4})
+
+
+def test_a_borrowing_limit_binds_even_where_no_sibling_declares_a_quota() -> None:
+    state = fold(
+        b.node("n1", 8),
+        account("lab", borrowing_limit={"gpu": 2}),
+        b.submitted("j", 6, account="lab", at=NOW),
+        b.submitted("k", 2, account="lab", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["k"]
+    assert reasons(decided)["j"] == ("QUOTA", {"account": "lab", "resource": "gpu", "need": 6})
+
+
+def test_a_refusal_remembered_for_room_gives_way_to_quota_once_quota_binds() -> None:
+    state = fold(
+        account("b", quota={"gpu": 8}, borrowing_limit={"gpu": 0}),
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("x", 3, workers=2, topology="node", account="b", at=NOW),
+        b.submitted("y", 4, account="b", at=NOW + 1),
+        b.submitted("z", 3, workers=2, topology="node", account="b", at=NOW + 2),
+    )
+    decided = plan(state, NOW + 10, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["y"]
+    assert reasons(decided)["x"][0] == "NO_BLOCK"
+    assert reasons(decided)["z"] == ("QUOTA", {"account": "b", "resource": "gpu", "need": 6})
+
+
+def test_elastic_growth_is_any_count_and_stays_in_its_nvlink_island() -> None:
+    state = fold(
+        b.node("n1", 8, islands=[[0, 1, 2, 3], [4, 5, 6, 7]]),
+        b.node("n2", 4, islands=[]),  # no NVLink
+        b.submitted("linked", 2, max_gpus=8, topology="nvlink", at=NOW),
+        b.submitted("odd", 2, max_gpus=3, at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    placed = {a.job_id: (a.placements[0].node_id, a.placements[0].gpus) for a in decided.admissions}
+    assert placed == {"linked": ("n1", [0, 1, 2, 3]), "odd": ("n2", [0, 1, 2])}
+    apply(state, state.seq + 1, msgspec.structs.replace(b.plan(), admissions=decided.admissions))
+    assert state.ignored_count == 0

@@ -227,6 +227,7 @@ def test_an_admission_that_splits_a_worker_or_misses_gpus_is_ignored() -> None:
     odd = fold(*base, b.plan(b.admission("g", ("n1", [0, 1, 2, 3, 4]), ("n2", [0, 1, 2]))))
     assert odd.jobs["g"].status == JobStatus.PENDING
     assert "placements split a worker" in odd.ignored[-1].reason
+    assert split.ignored[-1].reason == "g: 6 GPUs placed, the job needs 8"
 
 
 def test_a_max_wait_report_marks_the_waiting_attempt_only() -> None:
