@@ -22,8 +22,9 @@ from collections import Counter
 from typing import Any
 
 from allot.client.bench import percentile
-from allot.core import DEFAULT_POLICY, State, apply, plan
+from allot.core import DEFAULT_POLICY, State, apply, plan, validate_submission
 from allot.core.fairshare import StandingsMemo
+from allot.proto.commands import SubmitRequest
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
@@ -68,17 +69,17 @@ def busy_cluster(nodes: int, pending: int, seed: int) -> State:
     free = _nodes(log, nodes)
     _history(log, leaves, rng)
     _running(log, free, leaves, rng)
-    for n in range(pending):
-        log.add(
-            JobSubmitted(
-                meta=log.meta(NOW - rng.randint(0, 48) * HOUR),
-                job_id=f"q{n}",
-                spec=_shape(rng, leaves),
-            )
-        )
     state = State()
     for seq, event in enumerate(log.events, start=1):
         apply(state, seq, event)
+    for n in range(pending):
+        spec = _shape(rng, leaves)
+        while validate_submission(SubmitRequest(spec=spec), state):
+            spec = _shape(rng, leaves)  # the queue holds only what intake would take
+        submitted = NOW - rng.randint(0, 48) * HOUR
+        apply(
+            state, state.seq + 1, JobSubmitted(meta=log.meta(submitted), job_id=f"q{n}", spec=spec)
+        )
     assert not state.ignored, state.ignored[:3]
     return state
 
@@ -169,8 +170,10 @@ def _running(log: _Log, free: dict[str, list[int]], leaves: list[str], rng: rand
             taken, gpus[:] = gpus[:count], gpus[count:]
             job_id = f"r{n}"
             n += 1
-            started = NOW - rng.randint(1, 8 * 3600) * S
-            runtime = None if rng.random() < 0.2 else rng.randint(9, 48) * 1800 * S
+            ran = rng.randint(1, 8 * 3600) * S
+            started = NOW - ran
+            # Declared runtimes are kept (the executor enforces them): 30 min to a day left.
+            runtime = None if rng.random() < 0.2 else ran + rng.randint(1, 48) * 1800 * S
             spec = JobSpec(
                 account=rng.choice(leaves), gpus=count, command=["train"], max_runtime_ns=runtime
             )
@@ -204,9 +207,8 @@ def _shape(rng: random.Random, leaves: list[str]) -> JobSpec:
         workers=workers,
         command=["train"],
         tier=rng.choice(["interactive", "batch", "batch", "batch", "best-effort"]),
-        topology=rng.choice(["nvlink", "node", "rack", "any"])
-        if workers > 1 or gpus > 1
-        else "any",
+        # A gang spans nodes (8-GPU nodes cannot hold 2 x 8), so it asks for a rack or any.
+        topology=rng.choice(["nvlink", "node", "rack", "any"] if workers == 1 else ["rack", "any"]),
         flavor=rng.choice([None, None, None, "H100", "A100"]),
         max_runtime_ns=None if rng.random() < 0.3 else rng.randint(1, 24) * 1800 * S,
     )

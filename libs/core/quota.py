@@ -76,7 +76,8 @@ class QuotaBook:
         self.by_model = any(r.startswith(GPU + ":") for rs in self._managed.values() for r in rs)
         self._capacity: Usage = {}
         self._used: dict[str, Usage] = {}
-        self._paths: dict[str, list[tuple[str, str]]] = {}  # account -> (path, its cohort)...
+        self._paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see _path
+        self.version = 0  # one more with every charge: refusals older than it may have changed
         # (cohort, resource) -> sum over its members of max(used, guaranteed), kept current
         self._cohort_held: dict[tuple[str, str], int] = {
             (parent, resource): sum(self._held(child, resource) for child in children)
@@ -122,19 +123,20 @@ class QuotaBook:
         if refused is not None:
             path, resource = refused
             return self._block(path, resource, wanted[resource])
-        for path, parent in self._path(account):
-            limited = self._managed.get(parent, frozenset()) | self._limited.get(path, frozenset())
-            for resource in sorted(limited & wanted.keys()):
-                block = self._block(path, resource, wanted[resource])
-                if block is not None:
-                    self._refused[key] = (path, resource)
-                    return block
+        for path, _, limited in self._path(account):
+            for resource in limited:
+                if resource in wanted:
+                    block = self._block(path, resource, wanted[resource])
+                    if block is not None:
+                        self._refused[key] = (path, resource)
+                        return block
         return None
 
     def charge(self, account: str, amounts: Usage) -> None:
         if not self.active:
             return
-        for path, parent in self._path(account):
+        self.version += 1
+        for path, parent, _ in self._path(account):
             used = self._used.setdefault(path, {})
             managed = self._managed.get(parent, frozenset())
             for resource, amount in amounts.items():
@@ -144,10 +146,16 @@ class QuotaBook:
                     self._cohort_held[parent, resource] += self._held(path, resource) - before
                     self._cohort_used[parent, resource] += amount
 
-    def _path(self, account: str) -> list[tuple[str, str]]:
+    def _path(self, account: str) -> list[tuple[str, str, tuple[str, ...]]]:
+        """The account and its ancestors, leaf first: (path, its cohort, the resources
+        limited for it there, in name order)."""
         path = self._paths.get(account)
         if path is None:
-            path = self._paths[account] = [(a, parent_of(a) or "") for a in ancestry(account)]
+            path = self._paths[account] = []
+            for a in ancestry(account):
+                parent = parent_of(a) or ""
+                limited = self._managed.get(parent, frozenset()) | self._limited.get(a, frozenset())
+                path.append((a, parent, tuple(sorted(limited))))
         return path
 
     def _block(self, path: str, resource: str, need: int) -> QuotaBlock | None:

@@ -34,3 +34,22 @@ def test_the_ledger_benchmark_is_reproducible_from_its_seed() -> None:
     assert (first["jobs"], first["accounts"]) == (again["jobs"], again["accounts"])
     assert isinstance(first["fold_events_per_s"], float)
     assert first["fold_events_per_s"] > 0
+
+
+def test_the_planner_benchmark_is_reproducible_from_its_seed() -> None:
+    args = ("bench", "planner", "--nodes", "40", "--pending", "100,400", "--repeat", "2")
+    first, again = run(*args, "--seed", "5"), run(*args, "--seed", "5")
+    other = run(*args, "--seed", "6")
+
+    def decided(report: dict[str, object]) -> list[tuple[object, ...]]:
+        runs = report["runs"]
+        assert isinstance(runs, list)
+        return [(r["pending"], r["admitted"], r["reasons"], r["reservation"]) for r in runs]
+
+    assert decided(first) == decided(again)
+    assert decided(first) != decided(other)
+    assert [r["pending"] for r in first["runs"]] == [100, 400]  # type: ignore[attr-defined]
+    for r in first["runs"]:  # type: ignore[attr-defined]
+        assert 0 < r["cycle_ms_p50"] <= r["cycle_ms_p99"]
+        assert sum(r["reasons"].values()) + r["admitted"] == r["pending"]
+    assert first["gpus"] == 320
