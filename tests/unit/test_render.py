@@ -1,0 +1,42 @@
+"""What allot queue and allot explain print, from a folded state."""
+
+from allot.client import render
+from allot.proto.events import MaxWaitExceeded
+from tests import builders as b
+from tests.builders import fold
+
+HOUR = 3600 * 10**9
+NOW = 10 * HOUR
+
+
+def test_the_queue_shows_reasons_with_figures_and_max_wait_violations() -> None:
+    late = MaxWaitExceeded(
+        meta=b.meta(), job_id="big", account="lab", attempt=0, waited_ns=2 * HOUR, max_wait_ns=HOUR
+    )
+    state = fold(
+        b.node("n1", 4),
+        b.submitted("big", 4, workers=2, topology="rack", at=NOW - 2 * HOUR),
+        b.submitted("small", 1, at=NOW),
+        late,
+    )
+    rows = render.queue_rows(state, NOW)
+    assert [(r["job_id"], r["gpus"], r["max_wait_exceeded"]) for r in rows] == [
+        ("big", "2x4", True),
+        ("small", "1", False),
+    ]
+    assert rows[0]["reason_text"] == "NO_FIT(need 8); free 4"
+    assert rows[1]["reason_text"] == "admitted by the next plan"
+    shown = render.queue_table(rows)
+    assert "OVER MAX-WAIT" in shown.splitlines()[1]
+    assert "OVER MAX-WAIT" not in shown.splitlines()[2]
+
+
+def test_explain_names_where_a_gang_runs() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("g", 4, workers=2),
+        b.plan(b.admission("g", ("n1", [0, 1, 2, 3]), ("n2", [0, 1, 2, 3]))),
+    )
+    text = render.explain_text(render.explain(state, state.jobs["g"], NOW))
+    assert "admitted to n1[0,1,2,3] n2[0,1,2,3], unfunded" in text
