@@ -1,6 +1,6 @@
 """Commands: request/reply messages between clients and the intake service."""
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -37,6 +37,22 @@ class CancelRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
+    seq: int | None = None
+    errors: list[FieldError] = []
+
+
+class NodeCommandRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Cordon a node (nothing new lands on it; with ``drain`` its jobs are also stopped
+    gracefully, each once past its minimum runtime) or uncordon it."""
+
+    node_id: str
+    action: Literal["cordon", "uncordon"]
+    drain: bool = False
+    reason: str = ""
+
+
+class NodeCommandReply(msgspec.Struct, frozen=True, kw_only=True):
+    node_id: str
     seq: int | None = None
     errors: list[FieldError] = []
 

@@ -119,6 +119,9 @@ class JobStarted(JobEvent, frozen=True, kw_only=True, tag="JobStarted"):
 
 
 class JobCheckpointed(JobEvent, frozen=True, kw_only=True, tag="JobCheckpointed"):
+    """The job saved a checkpoint (``allot.workload.save``); its node agent saw the file.
+    ``step`` numbers the job's checkpoints from 1, across attempts."""
+
     node_id: str
     path: str
     step: int | None = None
@@ -132,21 +135,43 @@ class JobExited(JobEvent, frozen=True, kw_only=True, tag="JobExited"):
     output_path: str
     reason: str = ""
     attempt: int = 0
+    stopped_in_ns: int | None = None  # from the agent's SIGTERM to the exit, if it sent one
+
+
+StopKind = Literal["preempt", "max_runtime"]
 
 
 class StopRequested(JobEvent, frozen=True, kw_only=True, tag="StopRequested"):
+    """Stop the job's processes: SIGTERM now, SIGKILL (on ``KillRequested``) once
+    ``grace_ns`` has passed. A preempted job is then requeued or, not resumable, ends."""
+
     grace_ns: int
     reason: str
+    kind: StopKind = "preempt"
+    attempt: int = 0
 
 
 class KillRequested(JobEvent, frozen=True, kw_only=True, tag="KillRequested"):
     reason: str
+    attempt: int = 0
 
 
 class JobPreempted(JobEvent, frozen=True, kw_only=True, tag="JobPreempted"):
+    """A preempted attempt has stopped. ``lost_gpu_ms``: GPU time since its last checkpoint
+    (all of it, for a job that cannot resume)."""
+
     lost_gpu_ms: int
     checkpoint_age_ns: int | None
     grace_used_ns: int
+    attempt: int = 0
+
+
+class GraceTooShort(JobEvent, frozen=True, kw_only=True, tag="GraceTooShort"):
+    """A stopped job did not exit within its grace period: it needs longer to checkpoint
+    than it declared (``measured_ns`` is at least the grace it was given)."""
+
+    grace_ns: int
+    measured_ns: int
 
 
 class JobRequeued(JobEvent, frozen=True, kw_only=True, tag="JobRequeued"):
@@ -190,9 +215,19 @@ class PendingReason(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Preemption(msgspec.Struct, frozen=True, kw_only=True):
+    """A running job chosen to stop, why (a stable code) and for whom."""
+
     job_id: str
     code: str
     params: ReasonParams = {}
+
+
+class Hold(msgspec.Struct, frozen=True, kw_only=True):
+    """GPUs kept for a waiting job while the jobs preempted for it stop: nobody else may
+    take them once they are free."""
+
+    job_id: str
+    placements: list[Placement]
 
 
 class AccountRank(msgspec.Struct, frozen=True, kw_only=True):
@@ -220,6 +255,7 @@ class PlanComputed(Event, frozen=True, kw_only=True, tag="PlanComputed"):
     pending: list[PendingReason] = []
     preemptions: list[Preemption] = []
     ranks: list[AccountRank] = []  # accounts with pending jobs
+    holds: list[Hold] = []
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -260,6 +296,10 @@ class NodeCordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeCordoned"):
 
 class NodeUncordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeUncordoned"):
     """New work may be placed on the node again."""
+
+
+class NodeDrained(NodeEvent, frozen=True, kw_only=True, tag="NodeDrained"):
+    """A node being drained holds no more jobs."""
 
 
 # --- accounts ---------------------------------------------------------------------------
@@ -333,6 +373,7 @@ AnyEvent = (
     | KillRequested
     | JobPreempted
     | JobRequeued
+    | GraceTooShort
     | MaxWaitExceeded
     | PlanComputed
     | NodeRegistered
@@ -340,6 +381,7 @@ AnyEvent = (
     | NodeLost
     | NodeCordoned
     | NodeUncordoned
+    | NodeDrained
     | AccountDefined
     | AccountUpdated
     | AccountRemoved
@@ -360,6 +402,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     KillRequested,
     JobPreempted,
     JobRequeued,
+    GraceTooShort,
     MaxWaitExceeded,
     PlanComputed,
     NodeRegistered,
@@ -367,6 +410,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     NodeLost,
     NodeCordoned,
     NodeUncordoned,
+    NodeDrained,
     AccountDefined,
     AccountUpdated,
     AccountRemoved,

@@ -18,6 +18,8 @@ from allot.proto.commands import (
     BudgetGrantRequest,
     CancelReply,
     CancelRequest,
+    NodeCommandReply,
+    NodeCommandRequest,
     SubmitReply,
     SubmitRequest,
 )
@@ -34,6 +36,8 @@ def render() -> dict[str, str]:
         "submit-reply.json": msgspec.json.schema(SubmitReply),
         "cancel-request.json": msgspec.json.schema(CancelRequest),
         "cancel-reply.json": msgspec.json.schema(CancelReply),
+        "node-command-request.json": msgspec.json.schema(NodeCommandRequest),
+        "node-command-reply.json": msgspec.json.schema(NodeCommandReply),
         "accounts-apply-request.json": msgspec.json.schema(AccountsApplyRequest),
         "accounts-apply-reply.json": msgspec.json.schema(AccountsApplyReply),
         "budget-grant-request.json": msgspec.json.schema(BudgetGrantRequest),

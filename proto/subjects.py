@@ -17,6 +17,7 @@ ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 
 SUBMIT: Final = "allot.cmd.submit"
 CANCEL: Final = "allot.cmd.cancel"
+NODE_COMMAND: Final = "allot.cmd.node"
 ACCOUNTS_APPLY: Final = "allot.cmd.accounts.apply"
 BUDGET_GRANT: Final = "allot.cmd.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"

@@ -11,6 +11,7 @@ from allot.proto.events import (
     Event,
     GpuInfo,
     JobExited,
+    JobPreempted,
     JobSpec,
     JobStarted,
     JobSubmitted,
@@ -93,6 +94,17 @@ def started(job_id: str, node_id: str, gpus: list[int]) -> JobStarted:
 
 def exited(job_id: str, node_id: str, code: int | None = 0) -> JobExited:
     return JobExited(meta=meta(), job_id=job_id, node_id=node_id, exit_code=code, output_path="/o")
+
+
+def preempted(job_id: str, lost_gpu_ms: int = 0, attempt: int = 0) -> JobPreempted:
+    return JobPreempted(
+        meta=meta(),
+        job_id=job_id,
+        lost_gpu_ms=lost_gpu_ms,
+        checkpoint_age_ns=None,
+        grace_used_ns=0,
+        attempt=attempt,
+    )
 
 
 def lost(node_id: str) -> NodeLost:

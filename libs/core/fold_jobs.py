@@ -11,6 +11,7 @@ from allot.core.model import (
 from allot.proto.events import (
     Admission,
     Event,
+    GraceTooShort,
     JobCancelled,
     JobCancelRequested,
     JobCheckpointed,
@@ -55,6 +56,7 @@ def release(state: State, job: JobRecord, at: int) -> None:
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
     release(state, job, at)
     state.pending.pop(job.job_id, None)
+    state.holds.pop(job.job_id, None)
     job.status = status
     job.ended_at = at
     job.end_reason = reason
@@ -69,6 +71,8 @@ def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
     job.reason = None
     job.max_wait_exceeded = False
     job.queued_at = at
+    job.preemption, job.stop, job.kill_requested = None, None, False
+    job.stopped_in_ns = job.preempted_at = None
     job.attempts += 1
     job.end_reason = reason
     state.pending[job.job_id] = None
@@ -155,55 +159,97 @@ def _started(state: State, seq: int, e: JobStarted) -> None:
 
 def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
     job = _job(state, e.job_id)
-    if job.status != JobStatus.RUNNING:
+    if not job.status.holds_gpus:
         raise Ignore(f"job {e.job_id} is {job.status}, not running")
+    if e.step is not None and e.step <= job.checkpoint_step:
+        raise Ignore(f"checkpoint {e.step} of {e.job_id} is not newer than {job.checkpoint_step}")
     job.last_checkpoint_at = e.meta.at
+    job.checkpoint_step = e.step if e.step is not None else job.checkpoint_step + 1
 
 
 def _exited(state: State, seq: int, e: JobExited) -> None:
     """One node's process of the job ended. A gang ends with its first failing process (its
     other nodes then kill theirs, as the job no longer holds their GPUs), or succeeds once
-    every process has exited 0."""
+    every process has exited 0. A stopped job stops once every process has exited."""
     job = _attempt_on_node(state, e.job_id, e.node_id, e.attempt, _HOLDING)
     if e.node_id in job.exited_on:
         raise Ignore(f"job {e.job_id} already exited on {e.node_id} in attempt {e.attempt}")
     job.exited_on[e.node_id] = e.exit_code
+    if e.stopped_in_ns is not None:
+        job.stopped_in_ns = max(job.stopped_in_ns or 0, e.stopped_in_ns)
+    if e.node_id == next(iter(job.placements)):
+        job.output_path = e.output_path
+    stopped = e.stopped_in_ns is not None or e.exit_code != 0
+    if job.stop is not None and not job.cancel_requested and stopped:
+        if len(job.exited_on) == len(job.placements):
+            _stopped(state, job, e)
+        return
     if e.exit_code == 0 and not job.cancel_requested and len(job.exited_on) < len(job.placements):
         return
     job.exit_code = e.exit_code
-    if e.node_id == next(iter(job.placements)):
-        job.output_path = e.output_path
     if job.cancel_requested:
         end_job(state, job, JobStatus.CANCELLED, e.meta.at, "cancelled while running")
     elif e.exit_code == 0:
         end_job(state, job, JobStatus.SUCCEEDED, e.meta.at, e.reason or "exit 0")
     else:
         where = f" on {e.node_id}" if len(job.placements) > 1 else ""
-        end_job(
-            state, job, JobStatus.FAILED, e.meta.at, (e.reason or f"exit {e.exit_code}") + where
-        )
+        reason = (e.reason or f"exit {e.exit_code}") + where
+        end_job(state, job, JobStatus.FAILED, e.meta.at, reason)
 
 
-def _stop_requested(state: State, seq: int, e: StopRequested | KillRequested) -> None:
+def _stopped(state: State, job: JobRecord, e: JobExited) -> None:
+    """Every process of a stopped job has exited: past its max_runtime it has failed;
+    preempted, it waits for the executor to account for it (``JobPreempted``)."""
+    assert job.stop is not None
+    job.exit_code = e.exit_code
+    if job.stop.kind == "max_runtime":
+        end_job(state, job, JobStatus.FAILED, e.meta.at, f"stopped: {job.stop.reason}")
+        return
+    release(state, job, e.meta.at)
+    job.status = JobStatus.PREEMPTED
+    job.ended_at = e.meta.at
+
+
+def _stop_requested(state: State, seq: int, e: StopRequested) -> None:
     job = _job(state, e.job_id)
-    if not job.status.holds_gpus:
-        raise Ignore(f"job {e.job_id} is {job.status}, nothing to stop")
+    if not job.status.holds_gpus or job.attempts != e.attempt:
+        raise Ignore(f"job {e.job_id} is {job.status} in attempt {job.attempts}, not stoppable")
+    if job.stop is not None:
+        raise Ignore(f"job {e.job_id} is already being stopped")
+    job.stop = e
+
+
+def _kill_requested(state: State, seq: int, e: KillRequested) -> None:
+    job = _job(state, e.job_id)
+    if job.stop is None or not job.status.holds_gpus or job.attempts != e.attempt:
+        raise Ignore(f"job {e.job_id} is {job.status} and not being stopped")
+    if job.kill_requested:
+        raise Ignore(f"job {e.job_id} is already being killed")
+    job.kill_requested = True
 
 
 def _preempted(state: State, seq: int, e: JobPreempted) -> None:
     job = _job(state, e.job_id)
-    if not job.status.holds_gpus:
-        raise Ignore(f"job {e.job_id} is {job.status}, nothing to preempt")
-    release(state, job, e.meta.at)
-    job.status = JobStatus.PREEMPTED
-    job.placements = {}
+    if job.status != JobStatus.PREEMPTED or job.preempted_at is not None:
+        raise Ignore(f"job {e.job_id} is {job.status}, not a stopped preemption")
+    if job.attempts != e.attempt:
+        raise Ignore(f"job {e.job_id} is in attempt {job.attempts}, not {e.attempt}")
+    job.preempted_at = e.meta.at
+    job.preemptions += 1
+    job.lost_gpu_ms += e.lost_gpu_ms
+    if not job.spec.resumable:
+        end_job(state, job, JobStatus.LOST, job.ended_at or e.meta.at, "preempted; not resumable")
 
 
 def _requeued(state: State, seq: int, e: JobRequeued) -> None:
     job = _job(state, e.job_id)
-    if job.status != JobStatus.PREEMPTED:
+    if job.status != JobStatus.PREEMPTED or job.preempted_at is None:
         raise Ignore(f"job {e.job_id} is {job.status}, only preempted jobs are requeued")
     requeue(state, job, e.meta.at, e.reason)
+
+
+def _grace_too_short(state: State, seq: int, e: GraceTooShort) -> None:
+    _job(state, e.job_id).grace_too_short_ns = e.measured_ns
 
 
 def _max_wait_exceeded(state: State, seq: int, e: MaxWaitExceeded) -> None:
@@ -234,6 +280,20 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         job.funded = admission.funded
         job.reason = None
         del state.pending[job.job_id]
+        state.holds.pop(job.job_id, None)
+    for preemption in e.preemptions:
+        victim = state.jobs.get(preemption.job_id)
+        if victim is None or victim.status != JobStatus.RUNNING or victim.preemption or victim.stop:
+            state.note_ignored(seq, "PlanComputed.preemption", f"{preemption.job_id}: not running")
+            continue
+        victim.preemption = preemption
+    for hold in e.holds:
+        if not hold.placements:
+            state.holds.pop(hold.job_id, None)  # let go: nothing is being stopped for it
+        elif hold.job_id not in state.pending:
+            state.note_ignored(seq, "PlanComputed.hold", f"{hold.job_id}: not waiting")
+        else:
+            state.holds[hold.job_id] = list(hold.placements)
     for reason in e.pending:
         waiting = state.jobs.get(reason.job_id)
         if waiting is not None and waiting.status == JobStatus.PENDING:
@@ -280,7 +340,8 @@ RULES: dict[type[Event], FoldRule] = {
     JobCheckpointed: _checkpointed,
     JobExited: _exited,
     StopRequested: _stop_requested,
-    KillRequested: _stop_requested,
+    KillRequested: _kill_requested,
+    GraceTooShort: _grace_too_short,
     JobPreempted: _preempted,
     JobRequeued: _requeued,
     MaxWaitExceeded: _max_wait_exceeded,

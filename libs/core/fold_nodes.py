@@ -11,6 +11,7 @@ from allot.core.model import (
 from allot.proto.events import (
     Event,
     NodeCordoned,
+    NodeDrained,
     NodeHealthChanged,
     NodeLost,
     NodeRegistered,
@@ -74,11 +75,22 @@ def _lost(state: State, seq: int, e: NodeLost) -> None:
 
 
 def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
-    _node(state, e.node_id).cordoned = True
+    node = _node(state, e.node_id)
+    node.cordoned = True
+    if e.drain and not node.draining:
+        node.draining, node.drained = True, False
 
 
 def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
-    _node(state, e.node_id).cordoned = False
+    node = _node(state, e.node_id)
+    node.cordoned = node.draining = node.drained = False
+
+
+def _drained(state: State, seq: int, e: NodeDrained) -> None:
+    node = _node(state, e.node_id)
+    if not node.draining or node.allocated or node.drained:
+        raise Ignore(f"node {e.node_id} is not a drain that just emptied")
+    node.drained = True
 
 
 RULES: dict[type[Event], FoldRule] = {
@@ -87,4 +99,5 @@ RULES: dict[type[Event], FoldRule] = {
     NodeLost: _lost,
     NodeCordoned: _cordoned,
     NodeUncordoned: _uncordoned,
+    NodeDrained: _drained,
 }

@@ -6,7 +6,15 @@ from typing import Any
 
 import msgspec
 
-from allot.proto.events import AccountSettings, GpuInfo, JobSpec, PendingReason
+from allot.proto.events import (
+    AccountSettings,
+    GpuInfo,
+    JobSpec,
+    PendingReason,
+    Placement,
+    Preemption,
+    StopRequested,
+)
 
 
 class JobStatus(enum.StrEnum):
@@ -52,7 +60,17 @@ class JobRecord(msgspec.Struct, kw_only=True):
     exit_code: int | None = None
     output_path: str | None = None
     last_checkpoint_at: int | None = None
+    checkpoint_step: int = 0  # the last checkpoint reported, numbered across attempts
     cancel_requested: bool = False
+    # Preemption of the current attempt: chosen by a plan, then stopped by the executor.
+    preemption: Preemption | None = None
+    stop: StopRequested | None = None
+    kill_requested: bool = False
+    stopped_in_ns: int | None = None  # SIGTERM to exit, the longest of its processes
+    preempted_at: int | None = None  # when its JobPreempted was recorded
+    preemptions: int = 0  # over all attempts
+    lost_gpu_ms: int = 0  # GPU time lost to preemptions, over all attempts
+    grace_too_short_ns: int | None = None  # measured stop time, when it exceeded the grace
     funded: bool = False  # as its admission said
     attempts: int = 0
     reason: PendingReason | None = None  # why it waits, as the last plan said
@@ -81,6 +99,8 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     healthy: bool = True
     lost: bool = False
     cordoned: bool = False
+    draining: bool = False  # cordoned, and its jobs are stopped as they pass min runtime
+    drained: bool = False
     # GPU index -> job id holding it. Kept by the fold so planning need not scan all jobs.
     allocated: dict[int, str] = {}
 
@@ -161,6 +181,8 @@ class State:
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
+        # Waiting job -> GPUs kept for it while the jobs preempted for it stop.
+        self.holds: dict[str, list[Placement]] = {}
         self.fair_share_version = 0  # bumped whenever accounts or usage change
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them

@@ -104,8 +104,9 @@ class Capacity:
         self._unindex(space)
         taken = set(gpus)
         space.islands = [[i for i in island if i not in taken] for island in space.islands]
-        space.free -= len(gpus)
-        self.free_by_model[space.model] -= len(gpus)
+        removed = space.free - sum(len(island) for island in space.islands)
+        space.free -= removed
+        self.free_by_model[space.model] -= removed
         self._index(space)
 
     def give(self, node_id: str, gpus: list[int]) -> None:

@@ -19,7 +19,10 @@ them, so plans stay small however long the queue is. Figures of the moment (free
 position, estimated start) come with each waiting job in ``Plan.waiting`` for ``allot
 queue`` and ``allot explain``, and are recomputable from any plan's basis.
 
-Preemption is the next stage's business: ``Plan.preemptions`` stays empty here.
+8. Preemption: a waiting job short of room that is owed GPUs (a higher tier, funding,
+   quota it lent, fair share) picks the cheapest running jobs to stop; the GPUs it will take
+   are held for it until it starts. Jobs on draining nodes are stopped as their protection
+   ends (``allot.core.preemption``).
 """
 
 import hashlib
@@ -31,14 +34,17 @@ from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
+from allot.core.preemption import DRAIN, Grounds, candidates, choose, draining
 from allot.core.quota import QuotaBlock, QuotaBook, gpu_amounts, needs
 from allot.core.topology import model_of
 from allot.proto.events import (
     TIERS,
     AccountRank,
     Admission,
+    Hold,
     PendingReason,
     Placement,
+    Preemption,
     ReasonParams,
 )
 
@@ -51,6 +57,7 @@ RESERVED_FOR = "RESERVED_FOR"  # it would fit, but only on GPUs held for a highe
 NO_BLOCK = "NO_BLOCK"  # enough GPUs are free, but not in one block of its topology
 BEHIND = "BEHIND"  # the GPUs it would fit were taken by higher-ranked jobs in this cycle
 NO_FIT = "NO_FIT"  # fewer GPUs are free than it needs
+PREEMPTING = "PREEMPTING"  # jobs are being stopped for it; their GPUs are kept for it
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,6 +68,10 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     aging_step_ns: int = HOUR_NS  # each step waited lifts a job one rank...
     aging_max_ranks: int = 24  # ...up to this many
     backfill: bool = True  # reserve for the highest-ranked job that waits (steps 5 and 6)
+    preemption: bool = True  # stop running jobs for waiting ones that are owed (step 8)
+    preemptors_per_cycle: int = 8  # waiting jobs that may pick victims in one cycle
+    restart_overhead_ns: int = 60 * 10**9  # what a restart costs, per GPU, on top of lost work
+    time_slice_ns: int | None = 4 * HOUR_NS  # fair share may stop a resumable job after this
 
 
 DEFAULT_POLICY = Policy()
@@ -86,13 +97,15 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
     pending: list[PendingReason]  # new or changed reasons only
     ranks: list[AccountRank] = []  # of the accounts with pending jobs; not a change by itself
+    preemptions: list[Preemption] = []
+    holds: list[Hold] = []  # GPUs kept for jobs that preempted others; empty: let go
     waiting: list[Waiting] = []  # every job left waiting, in queue order; not recorded
     reservation: Reservation | None = None  # not recorded
 
     @property
     def empty(self) -> bool:
         """Nothing to record: appending it would only answer every event with a plan."""
-        return not self.admissions and not self.pending
+        return not (self.admissions or self.pending or self.preemptions or self.holds)
 
 
 def policy_hash(policy: Policy) -> str:
@@ -103,10 +116,12 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
     """Decide which pending jobs start where. ``now`` is recorded, not read. A ``memo``
     saves recomputing fair share between plans; it never changes the plan."""
     ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
-    cycle = _Cycle(state, now, policy)
+    cycle = _Cycle(state, now, policy, ranked)
     queued = _queue(state, ranked, now, policy)
     for position, job in enumerate(queued, 1):
         cycle.consider(job, position)
+    if policy.preemption:
+        cycle.preempt()
     cycle.grow_elastic()
     waiting_accounts = sorted({job.spec.account for job in queued})
     return Plan(
@@ -115,6 +130,8 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
         ranks=[_rank(ranked[a]) for a in waiting_accounts if a in ranked],
         waiting=cycle.waiting,
         reservation=cycle.reservation,
+        preemptions=cycle.preemptions,
+        holds=cycle.holds,
     )
 
 
@@ -181,9 +198,12 @@ class _Cycle:
     """One planning cycle's working state: what is still free, quota use, the reservation,
     and the decisions so far."""
 
-    def __init__(self, state: State, now: int, policy: Policy):
-        self.state, self.now, self.policy = state, now, policy
+    def __init__(self, state: State, now: int, policy: Policy, ranked: dict[str, Standing]):
+        self.state, self.now, self.policy, self.ranked = state, now, policy, ranked
         self.capacity = Capacity.of(state)
+        # GPUs kept for jobs that preempted others: nobody else takes them once free.
+        for placements in state.holds.values():
+            self._hold(placements, take=True)
         self.free_at_start = dict(self.capacity.free_by_model)
         self.quotas = QuotaBook(state)
         self.exhausted = _exhausted_accounts(state, now)
@@ -195,6 +215,14 @@ class _Cycle:
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
+        self.preemptions: list[Preemption] = []
+        self.holds: list[Hold] = []  # new holds, and emptied ones that end
+        self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
+        for job_id in sorted({j for n in state.nodes.values() for j in n.allocated.values()}):
+            chosen = state.jobs[job_id].preemption
+            if chosen is not None and "for" in chosen.params:
+                waiting = str(chosen.params["for"])
+                self.stopping_for[waiting] = self.stopping_for.get(waiting, 0) + 1
         # (shape, may use held GPUs) -> why such a job does not fit. Within a cycle free
         # space only shrinks, so a shape that failed once fails again.
         self._failed: dict[tuple[object, ...], _Refusal] = {}
@@ -210,6 +238,9 @@ class _Cycle:
 
     def consider(self, job: JobRecord, position: int) -> None:
         spec = job.spec
+        held = self.state.holds.get(job.job_id)
+        if held is not None and self._consider_held(job, position, held):
+            return
         short = self._ends_before_reservation(job)
         # Free space and quota room only shrink within a cycle: a job like one refused
         # before (same account, same shape) is refused for the same reason.
@@ -234,6 +265,33 @@ class _Cycle:
             if self.reservation is not None:
                 detail = {**detail, "estimated_start": self.reservation.starts_at}
         self._wait(job, position, code, params, detail)
+
+    def _consider_held(self, job: JobRecord, position: int, held: list[Placement]) -> bool:
+        """A job others are being stopped for: it starts once its GPUs are free. Whether
+        it was dealt with; a hold nothing is being stopped for any more is let go."""
+        self._hold(held, take=False)
+        models = self.quotas.models_allowed(job.spec, self._models_of(job))[0]
+        spec = job.spec
+        placements = self.capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        if placements is not None:
+            self._admit(job, placements)
+            return True
+        stopping = self.stopping_for.get(job.job_id, 0)
+        if not stopping:
+            self.holds.append(Hold(job_id=job.job_id, placements=[]))
+            return False
+        self._hold(held, take=True)
+        self._wait(job, position, PREEMPTING, {}, {"stopping": stopping})
+        return True
+
+    def _hold(self, placements: list[Placement], take: bool) -> None:
+        """Keep (or hand back) the GPUs of a hold that are free: not allocated in the log."""
+        for placement in placements:
+            node = self.state.nodes.get(placement.node_id)
+            if node is None or placement.node_id not in self.capacity.nodes:
+                continue
+            free = [g for g in placement.gpus if g not in node.allocated]
+            (self.capacity.take if take else self.capacity.give)(placement.node_id, free)
 
     def _judge(self, job: JobRecord, short: bool) -> list[Placement] | _Refusal:
         """Where the job goes now, or why it cannot."""
@@ -385,6 +443,63 @@ class _Cycle:
                 placed = {p.node_id: p.gpus for p in admitted.placements}
                 ends.append((end, admitted.job.job_id, placed))
         return [(end, placed) for end, _, placed in sorted(ends, key=lambda e: e[:2])]
+
+    # --- preemption ---
+
+    def preempt(self) -> None:
+        """Step 8: waiting jobs short of room, in queue order, pick the cheapest running
+        jobs they are owed (``allot.core.preemption``); the GPUs they will take are held
+        for them. Then jobs on draining nodes are stopped as their protection ends."""
+        restart_ms = self.policy.restart_overhead_ns // 1_000_000
+        over_share = frozenset(
+            a for a, s in self.ranked.items() if s.level_factor is not None and s.level_factor < 1
+        )
+        chosen_victims: set[str] = set()
+        tries = self.policy.preemptors_per_cycle
+        for n, waiting in enumerate(self.waiting):
+            job = self.state.jobs[waiting.reason.job_id]
+            if tries == 0:
+                break
+            if waiting.reason.code not in (NO_FIT, NO_BLOCK, BEHIND):
+                continue
+            if job.job_id in self.state.holds or job.spec.account in self.exhausted:
+                continue
+            spec, standing = job.spec, self.ranked.get(job.spec.account)
+            grounds = Grounds(
+                funded=fund(self.state, spec, self.now, dict(self.budget_reserved)),
+                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus),
+                under_share=standing is None
+                or standing.level_factor is None
+                or standing.level_factor >= 1,
+                over_share=over_share,
+                time_slice_ns=self.policy.time_slice_ns,
+            )
+            owed = candidates(self.state, spec, grounds, self.now, restart_ms, chosen_victims)
+            if not owed:
+                continue
+            tries -= 1
+            models = self.quotas.models_allowed(spec, self._models_of(job))[0]
+            found = choose(self.capacity, spec, models, [victim for victim, _ in owed])
+            if found is None:
+                continue
+            victims, placements = found
+            code_of = {victim.job_id: code for victim, code in owed}
+            for victim in victims:
+                preemption = Preemption(
+                    job_id=victim.job_id, code=code_of[victim.job_id], params={"for": job.job_id}
+                )
+                self.preemptions.append(preemption)
+                chosen_victims.add(victim.job_id)
+            self.holds.append(Hold(job_id=job.job_id, placements=placements))
+            self._hold(placements, take=True)
+            reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
+            detail: ReasonParams = {"stopping": len(victims)}
+            self.waiting[n] = Waiting(reason=reason, position=waiting.position, detail=detail)
+        for job_id, node_id in draining(self.state, self.now):
+            if job_id not in chosen_victims:
+                self.preemptions.append(
+                    Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
+                )
 
     # --- elastic growth ---
 

@@ -146,6 +146,22 @@ class QuotaBook:
                     self._cohort_held[parent, resource] += self._held(path, resource) - before
                     self._cohort_used[parent, resource] += amount
 
+    def borrowers_against(self, account: str, need: int) -> frozenset[str]:
+        """Accounts holding GPUs beyond their quota in a cohort where ``account`` (or an
+        ancestor) would still be within its own with ``need`` more: what it may reclaim."""
+        found: set[str] = set()
+        for path, parent, _ in self._path(account):
+            settings = self._settings.get(path)
+            if settings is None or GPU not in settings.quota:
+                continue
+            if self._used.get(path, {}).get(GPU, 0) + need > settings.quota[GPU]:
+                continue
+            for sibling in self._children.get(parent, []):
+                quota = self._settings[sibling].quota.get(GPU, 0)
+                if sibling != path and self._used.get(sibling, {}).get(GPU, 0) > quota:
+                    found.add(sibling)
+        return frozenset(found)
+
     def _path(self, account: str) -> list[tuple[str, str, tuple[str, ...]]]:
         """The account and its ancestors, leaf first: (path, its cohort, the resources
         limited for it there, in name order)."""

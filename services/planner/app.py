@@ -100,6 +100,8 @@ class Planner:
             admissions=decided.admissions,
             pending=decided.pending,
             ranks=decided.ranks,
+            preemptions=decided.preemptions,
+            holds=decided.holds,
         )
         try:
             appended = await self.events.append(

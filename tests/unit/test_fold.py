@@ -11,10 +11,12 @@ from allot.proto.events import (
     JobCancelRequested,
     JobPreempted,
     JobRequeued,
+    KillRequested,
     MaxWaitExceeded,
     NodeCordoned,
     NodeHealthChanged,
     NodeUncordoned,
+    StopRequested,
     UsageCharged,
 )
 from tests import builders as b
@@ -127,21 +129,57 @@ def test_a_node_that_registers_again_is_back() -> None:
     assert state.nodes["n1"].schedulable
 
 
-def test_preempted_jobs_free_their_gpus_and_requeue() -> None:
+def test_a_stopped_job_frees_its_gpus_is_accounted_and_requeued() -> None:
     state = fold(
         b.node("n1"),
         b.submitted("j1", resumable=True),
         b.plan(("j1", "n1", [0])),
         b.started("j1", "n1", [0]),
-        JobPreempted(
-            meta=b.meta(), job_id="j1", lost_gpu_ms=0, checkpoint_age_ns=None, grace_used_ns=0
-        ),
+        StopRequested(meta=b.meta(), job_id="j1", grace_ns=5, reason="for j2"),
+        msgspec.structs.replace(b.exited("j1", "n1", 0), stopped_in_ns=3),
     )
-    assert state.jobs["j1"].status == JobStatus.PREEMPTED
+    job = state.jobs["j1"]
+    assert job.status == JobStatus.PREEMPTED  # exit 0 after SIGTERM: stopped, not succeeded
     assert state.nodes["n1"].allocated == {}
-    apply(state, 6, JobRequeued(meta=b.meta(), job_id="j1", reason="preempted"))
-    assert state.jobs["j1"].status == JobStatus.PENDING
+    apply(state, 7, b.preempted("j1", lost_gpu_ms=1500))
+    assert (job.preemptions, job.lost_gpu_ms) == (1, 1500)
+    apply(state, 8, JobRequeued(meta=b.meta(), job_id="j1", reason="preempted"))
+    assert job.status == JobStatus.PENDING
     assert "j1" in state.pending
+    assert job.stop is None
+    assert job.attempts == 1
+
+
+def test_a_preempted_job_that_cannot_resume_ends_lost() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1"),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        StopRequested(meta=b.meta(), job_id="j1", grace_ns=5, reason="for j2"),
+        KillRequested(meta=b.meta(), job_id="j1", reason="grace over"),
+        b.exited("j1", "n1", -9),
+        b.preempted("j1", lost_gpu_ms=9000),
+    )
+    job = state.jobs["j1"]
+    assert job.status == JobStatus.LOST
+    assert job.lost_gpu_ms == 9000
+    assert job.kill_requested
+
+
+def test_a_job_stopped_at_its_max_runtime_fails() -> None:
+    state = fold(
+        b.node("n1"),
+        b.submitted("j1", resumable=True),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        StopRequested(
+            meta=b.meta(), job_id="j1", grace_ns=5, reason="max_runtime 1h", kind="max_runtime"
+        ),
+        msgspec.structs.replace(b.exited("j1", "n1", 143), stopped_in_ns=3),
+    )
+    assert state.jobs["j1"].status == JobStatus.FAILED
+    assert state.jobs["j1"].end_reason == "stopped: max_runtime 1h"
 
 
 def test_an_old_sequence_is_not_folded_twice() -> None:

@@ -1,0 +1,264 @@
+"""Who is stopped so that a waiting job can start: the targets of preemption, computed,
+never issued (the preemptor service issues them).
+
+A running job may be stopped for a waiting one when (codes in ``Preemption.code``):
+
+- ``TIER``: the waiting job is of a higher tier (interactive before batch before
+  best-effort, R7);
+- ``FUNDED``: the waiting job would be funded and the running one is not (R8);
+- ``RECLAIM``: the waiting job's account is within its nominal quota and the running one's
+  account, in the same cohort, holds more than its own (R2);
+- ``FAIR_SHARE``: the running job can resume, has run past its minimum runtime and the
+  policy's time slice, and its account is over its fair share while the waiting one's is
+  not (R13);
+- ``DRAIN``: its node is being drained (no waiting job needed, R15).
+
+Never a job inside its minimum runtime (a funded job's protection; unfunded jobs have
+none), never one already being stopped, and a gang only whole. Cost of a victim: GPU
+milliseconds it would lose (since its last checkpoint, or since it started when it cannot
+resume) plus a restart overhead per GPU. For a job that fits one node the set is the
+cheapest that frees a block it fits (every subset of the victims on each node is tried);
+a gang spanning nodes takes victims cheapest per GPU first, then drops those it turns out
+not to need, dearest first. Ties: fewer victims, then node id, then job ids.
+"""
+
+from collections.abc import Iterable
+
+import msgspec
+
+from allot.core.accounts import ancestry
+from allot.core.model import JobRecord, JobStatus, State
+from allot.core.placement import Capacity
+from allot.proto.events import TIERS, JobSpec, Placement
+
+TIER = "TIER"
+FUNDED = "FUNDED"
+RECLAIM = "RECLAIM"
+FAIR_SHARE = "FAIR_SHARE"
+DRAIN = "DRAIN"
+
+MAX_VICTIMS_PER_NODE = 10  # subsets tried per node: 2**10
+
+
+class Victim(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    placements: dict[str, list[int]]
+    cost: int  # GPU-ms lost, restart overhead included
+
+
+def cost_of(job: JobRecord, now: int, restart_overhead_ms: int) -> int:
+    """GPU-ms lost by stopping the job now: since its last checkpoint if it can resume."""
+    began = job.started_at if job.started_at is not None else now
+    since = job.last_checkpoint_at if job.spec.resumable and job.last_checkpoint_at else began
+    gpus = job.gpu_count
+    return gpus * (max(0, now - since) // 1_000_000) + gpus * restart_overhead_ms
+
+
+def protected(job: JobRecord, now: int) -> bool:
+    """Inside the minimum runtime its funding bought."""
+    started = job.started_at if job.started_at is not None else now
+    return job.funded and now - started < job.spec.min_runtime_ns
+
+
+def stoppable(job: JobRecord, now: int) -> bool:
+    return (
+        job.status == JobStatus.RUNNING
+        and job.preemption is None
+        and job.stop is None
+        and not job.cancel_requested
+        and not protected(job, now)
+    )
+
+
+def tier_outranks(waiting: JobSpec, running: JobSpec) -> bool:
+    return TIERS.index(waiting.tier) < TIERS.index(running.tier)
+
+
+def choose(
+    capacity: Capacity, spec: JobSpec, models: list[str], victims: Iterable[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    """The cheapest victims whose GPUs, with what is free, place the job; and where it
+    would go then. ``capacity`` is left as it was."""
+    pool = [v for v in victims if any(n in capacity.nodes for n in v.placements)]
+    if spec.workers == 1 or spec.topology in ("nvlink", "node"):
+        return _on_one_node(capacity, spec, models, pool)
+    return _spread(capacity, spec, models, pool)
+
+
+def _placed_with(
+    capacity: Capacity, spec: JobSpec, models: list[str], freed: list[Victim]
+) -> list[Placement] | None:
+    for victim in freed:
+        for node_id, gpus in victim.placements.items():
+            capacity.give(node_id, gpus)
+    try:
+        return capacity.place(spec.workers, spec.gpus, spec.topology, models)
+    finally:
+        for victim in freed:
+            for node_id, gpus in victim.placements.items():
+                if node_id in capacity.nodes:
+                    capacity.take(node_id, gpus)
+
+
+def _on_one_node(
+    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    """Branch and bound over the victims of each node, nodes in order of a lower bound
+    on their cost (the cheapest GPUs first, fractionally), so most nodes are never tried."""
+    need = spec.total_gpus
+    nodes = []
+    for node_id in sorted({n for v in pool for n in v.placements}):
+        space = capacity.nodes.get(node_id)
+        if space is None or space.model not in models:
+            continue
+        here = sorted(
+            (v for v in pool if node_id in v.placements), key=lambda v: (v.cost, v.job_id)
+        )[:MAX_VICTIMS_PER_NODE]
+        deficit = max(1, need - space.free)
+        if sum(len(v.placements[node_id]) for v in here) < deficit:
+            continue
+        nodes.append((_lower_bound(here, node_id, deficit), node_id, here, deficit))
+    best: _Best | None = None
+    for bound, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
+        if best is not None and bound > best[0][0]:
+            break
+        best = _search_node(capacity, spec, node_id, here, deficit, best)
+    return None if best is None else (best[1], best[2])
+
+
+_Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
+
+
+def _search_node(
+    capacity: Capacity,
+    spec: JobSpec,
+    node_id: str,
+    here: list[Victim],
+    deficit: int,
+    best: _Best | None,
+) -> _Best | None:
+    """Depth first over the node's victims, cheapest first, pruned by the best cost so
+    far: adding a victim only adds cost, so a set that places the job is not extended."""
+    model = [capacity.nodes[node_id].model]
+    chosen: list[Victim] = []
+
+    def search(start: int, cost: int, freed: int) -> None:
+        nonlocal best
+        if best is not None and cost > best[0][0]:
+            return
+        if freed >= deficit:
+            placed = _placed_with(capacity, spec, model, chosen)
+            if placed is not None and [p.node_id for p in placed] == [node_id]:
+                key = (cost, len(chosen), node_id, [v.job_id for v in chosen])
+                if best is None or key < best[0]:
+                    best = (key, list(chosen), placed)
+                return
+        for i in range(start, len(here)):
+            chosen.append(here[i])
+            search(i + 1, cost + here[i].cost, freed + len(here[i].placements[node_id]))
+            chosen.pop()
+
+    search(0, 0, 0)
+    return best
+
+
+def _lower_bound(victims: list[Victim], node_id: str, deficit: int) -> int:
+    """No set freeing ``deficit`` GPUs on the node costs less (fractional knapsack)."""
+    bound, left = 0, deficit
+    for victim in sorted(victims, key=lambda v: v.cost / len(v.placements[node_id])):
+        gpus = len(victim.placements[node_id])
+        if gpus >= left:
+            return bound + victim.cost * left // gpus
+        bound, left = bound + victim.cost, left - gpus
+    return bound
+
+
+def _spread(
+    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    ordered = sorted(
+        pool, key=lambda v: (v.cost / sum(len(g) for g in v.placements.values()), v.job_id)
+    )
+    chosen: list[Victim] = []
+    for victim in ordered:
+        chosen.append(victim)
+        if _placed_with(capacity, spec, models, chosen) is not None:
+            break
+    else:
+        return None
+    for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
+        fewer = [v for v in chosen if v is not victim]
+        if _placed_with(capacity, spec, models, fewer) is not None:
+            chosen = fewer
+    placed = _placed_with(capacity, spec, models, chosen)
+    assert placed is not None
+    return sorted(chosen, key=lambda v: v.job_id), placed
+
+
+def draining(state: State, now: int) -> list[tuple[str, str]]:
+    """(job id, node id) of jobs to stop because their node is being drained, by job."""
+    found = {}
+    for node_id, node in sorted(state.nodes.items()):
+        if not node.draining:
+            continue
+        for job_id in sorted(set(node.allocated.values())):
+            if job_id not in found and stoppable(state.jobs[job_id], now):
+                found[job_id] = node_id
+    return sorted(found.items())
+
+
+class Grounds(msgspec.Struct, frozen=True, kw_only=True):
+    """What entitles one waiting job to stop others."""
+
+    funded: bool  # it would be funded
+    reclaims_from: frozenset[str]  # accounts borrowing quota it is owed
+    under_share: bool  # its account is not over its fair share
+    over_share: frozenset[str]  # accounts over their fair share
+    time_slice_ns: int | None  # how long a job runs before fair share may stop it
+
+
+def candidates(
+    state: State,
+    waiting: JobSpec,
+    grounds: Grounds,
+    now: int,
+    restart_overhead_ms: int,
+    exclude: set[str],
+) -> list[tuple[Victim, str]]:
+    """The running jobs the waiting one may stop, each with the first ground that allows
+    it, by job id."""
+    found = []
+    holders = sorted({j for node in state.nodes.values() for j in node.allocated.values()})
+    for job_id in holders:
+        job = state.jobs[job_id]
+        if job_id in exclude or not stoppable(job, now):
+            continue
+        code = _ground(job, waiting, grounds, now)
+        if code is not None:
+            victim = Victim(
+                job_id=job_id,
+                placements=job.placements,
+                cost=cost_of(job, now, restart_overhead_ms),
+            )
+            found.append((victim, code))
+    return found
+
+
+def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str | None:
+    if tier_outranks(waiting, job.spec):
+        return TIER
+    if grounds.funded and not job.funded:
+        return FUNDED
+    if any(a in grounds.reclaims_from for a in ancestry(job.spec.account)):
+        return RECLAIM
+    slice_ns = grounds.time_slice_ns
+    if (
+        slice_ns is not None
+        and grounds.under_share
+        and job.spec.resumable
+        and job.spec.account in grounds.over_share
+        and job.started_at is not None
+        and now - job.started_at >= max(slice_ns, job.spec.min_runtime_ns)
+    ):
+        return FAIR_SHARE
+    return None

@@ -1,0 +1,210 @@
+"""Victim selection and holds: who is stopped for whom, and that nobody else takes the GPUs."""
+
+import itertools
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allot.core import DEFAULT_POLICY, JobStatus, State, apply, plan
+from allot.core.placement import Capacity
+from allot.core.preemption import Victim, choose, cost_of, protected
+from allot.proto.events import (
+    BudgetGranted,
+    Event,
+    JobCheckpointed,
+    NodeCordoned,
+    StopRequested,
+)
+from tests import builders as b
+from tests.builders import fold
+
+S = 10**9
+HOUR = 3600 * S
+NOW = 100 * HOUR
+
+
+def running(
+    job_id: str, node: str, gpus: list[int], *, ran: int = HOUR, **spec: Any
+) -> list[Event]:
+    """A job of ``spec`` running on ``node`` since ``NOW - ran``."""
+    start = msgspec.structs.replace(b.started(job_id, node, gpus), meta=b.meta(NOW - ran))
+    return [b.submitted(job_id, len(gpus), **spec), b.plan((job_id, node, gpus)), start]
+
+
+def checkpointed(job_id: str, ago: int, step: int = 1) -> JobCheckpointed:
+    return JobCheckpointed(
+        meta=b.meta(NOW - ago), job_id=job_id, node_id="n1", path="/c", step=step
+    )
+
+
+def test_an_interactive_job_stops_the_cheapest_batch_work_and_gets_its_gpus_held() -> None:
+    state = fold(
+        b.node("n1", 4),
+        *running("fresh-ckpt", "n1", [0, 1], resumable=True),
+        checkpointed("fresh-ckpt", ago=60 * S),
+        *running("no-ckpt", "n1", [2, 3], resumable=True),
+        b.submitted("notebook", 2, tier="interactive", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code, p.params) for p in decided.preemptions] == [
+        ("fresh-ckpt", "TIER", {"for": "notebook"})
+    ]
+    assert [(h.job_id, h.placements[0].gpus) for h in decided.holds] == [("notebook", [0, 1])]
+    assert decided.waiting[0].reason.code == "PREEMPTING"
+
+    # Once the victim has stopped, its GPUs wait for the notebook, not for the batch job
+    # queued before it.
+    apply(
+        state,
+        state.seq + 1,
+        msgspec.structs.replace(b.plan(), preemptions=decided.preemptions, holds=decided.holds),
+    )
+    events = [
+        b.submitted("batch", 2, at=NOW),
+        StopRequested(meta=b.meta(NOW), job_id="fresh-ckpt", grace_ns=30 * S, reason="TIER"),
+        msgspec.structs.replace(b.exited("fresh-ckpt", "n1", 0), stopped_in_ns=S),
+    ]
+    for event in events:
+        apply(state, state.seq + 1, event)
+    assert state.jobs["fresh-ckpt"].status == JobStatus.PREEMPTED
+    after = plan(state, NOW + S, DEFAULT_POLICY)
+    assert [(a.job_id, a.placements[0].gpus) for a in after.admissions] == [("notebook", [0, 1])]
+    assert after.preemptions == []
+
+
+def test_a_funded_job_inside_its_minimum_runtime_is_never_stopped() -> None:
+    grant = BudgetGranted(
+        meta=b.meta(0), path="lab", gpu_ms=10**12, period_ns=7 * 24 * HOUR, starts_at=0
+    )
+    state = fold(
+        b.node("n1", 2),
+        grant,
+        *running("protected", "n1", [0, 1], account="lab/x", min_runtime_ns=2 * HOUR),
+        b.submitted("notebook", 2, tier="interactive", at=NOW),
+    )
+    state.jobs["protected"].funded = True  # as its admission said, had the plan funded it
+    assert protected(state.jobs["protected"], NOW)
+    assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
+    assert not protected(state.jobs["protected"], NOW + 2 * HOUR)
+    later = plan(state, NOW + 2 * HOUR, DEFAULT_POLICY)
+    assert [p.job_id for p in later.preemptions] == ["protected"]
+
+
+def test_a_gang_is_stopped_whole_and_only_as_much_as_the_block_needs() -> None:
+    gang = b.admission("gang", ("n1", [0, 1, 2, 3]), ("n2", [0, 1, 2, 3]))
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("gang", 4, workers=2),
+        b.plan(gang),
+        b.started("gang", "n1", [0, 1, 2, 3]),
+        b.started("gang", "n2", [0, 1, 2, 3]),
+        b.submitted("notebook", 4, tier="interactive", topology="node", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [p.job_id for p in decided.preemptions] == ["gang"]
+    assert len(decided.holds[0].placements) == 1  # one node's worth is kept for the notebook
+
+
+def test_jobs_on_a_draining_node_are_stopped_once_past_their_protection() -> None:
+    state = fold(
+        b.node("n1", 4),
+        *running("a", "n1", [0, 1], resumable=True),
+        NodeCordoned(meta=b.meta(), node_id="n1", drain=True),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code, p.params) for p in decided.preemptions] == [
+        ("a", "DRAIN", {"node": "n1"})
+    ]
+
+
+def test_without_grounds_nothing_is_stopped() -> None:
+    state = fold(
+        b.node("n1", 2),
+        *running("a", "n1", [0, 1]),
+        b.submitted("same-tier", 2, at=NOW),
+    )
+    assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(
+            st.sampled_from([1, 2, 4]),  # GPUs
+            st.integers(1, 600),  # minutes since its last checkpoint
+            st.booleans(),  # funded, with a minimum runtime of an hour
+            st.integers(10, 180),  # minutes it has run
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    need=st.sampled_from([1, 2, 4, 8]),
+    topology=st.sampled_from(["nvlink", "node"]),
+)
+def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_protected(
+    jobs: list[tuple[int, int, bool, int]], need: int, topology: str
+) -> None:
+    state = State()
+    events: list[Event] = [
+        b.node("n1", 8, islands=[[0, 1, 2, 3], [4, 5, 6, 7]]),
+        b.node("n2", 8),
+    ]
+    free = {"n1": list(range(8)), "n2": list(range(8))}
+    for n, (gpus, ckpt_min, _, ran_min) in enumerate(jobs):
+        node = next((k for k, v in free.items() if len(v) >= gpus), None)
+        if node is None:
+            continue
+        taken, free[node] = free[node][:gpus], free[node][gpus:]
+        events += running(
+            f"v{n}", node, taken, ran=ran_min * 60 * S, resumable=True, min_runtime_ns=HOUR
+        )
+        events.append(
+            JobCheckpointed(
+                meta=b.meta(NOW - ckpt_min * 60 * S),
+                job_id=f"v{n}",
+                node_id=node,
+                path="/c",
+                step=1,
+            )
+        )
+    for seq, event in enumerate(events, start=1):
+        apply(state, seq, event)
+    for n, (_, _, funded, _) in enumerate(jobs):
+        if f"v{n}" in state.jobs:
+            state.jobs[f"v{n}"].funded = funded
+    spec = b.spec(need)
+    spec = msgspec.structs.replace(spec, topology=topology, tier="interactive")
+    capacity = Capacity.of(state)
+    pool = [
+        Victim(job_id=j.job_id, placements=j.placements, cost=cost_of(j, NOW, 60_000))
+        for j in state.jobs.values()
+        if not protected(j, NOW)
+    ]
+    found = choose(capacity, spec, capacity.models, pool)
+    if capacity.place(1, need, topology, capacity.models) is not None:
+        return  # it fits without stopping anyone
+    best = None
+    for size in range(1, len(pool) + 1):
+        for subset in itertools.combinations(pool, size):
+            for victim in subset:
+                for node_id, gpus in victim.placements.items():
+                    capacity.give(node_id, gpus)
+            if capacity.place(1, need, topology, capacity.models) is not None:
+                cost = sum(v.cost for v in subset)
+                best = cost if best is None else min(best, cost)
+            for victim in subset:
+                for node_id, gpus in victim.placements.items():
+                    capacity.take(node_id, gpus)
+    if best is None:
+        assert found is None
+        return
+    assert found is not None
+    victims, _ = found
+    assert sum(v.cost for v in victims) == best
+    assert not any(protected(state.jobs[v.job_id], NOW) for v in victims)
