@@ -34,7 +34,14 @@ from allot.core.budgets import fund
 from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
-from allot.core.preemption import DRAIN, Grounds, candidates, choose, draining
+from allot.core.preemption import (
+    DRAIN,
+    Grounds,
+    candidates,
+    choose,
+    draining,
+    stoppable_jobs,
+)
 from allot.core.quota import QuotaBlock, QuotaBook, gpu_amounts, needs
 from allot.core.topology import model_of
 from allot.proto.events import (
@@ -69,7 +76,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     aging_max_ranks: int = 24  # ...up to this many
     backfill: bool = True  # reserve for the highest-ranked job that waits (steps 5 and 6)
     preemption: bool = True  # stop running jobs for waiting ones that are owed (step 8)
-    preemptors_per_cycle: int = 8  # waiting jobs that may pick victims in one cycle
+    preemptors_per_cycle: int = 4  # waiting jobs that may pick victims in one cycle
     restart_overhead_ns: int = 60 * 10**9  # what a restart costs, per GPU, on top of lost work
     time_slice_ns: int | None = 4 * HOUR_NS  # fair share may stop a resumable job after this
 
@@ -455,6 +462,7 @@ class _Cycle:
             a for a, s in self.ranked.items() if s.level_factor is not None and s.level_factor < 1
         )
         chosen_victims: set[str] = set()
+        running = stoppable_jobs(self.state, self.now, restart_ms)
         tries = self.policy.preemptors_per_cycle
         for n, waiting in enumerate(self.waiting):
             job = self.state.jobs[waiting.reason.job_id]
@@ -474,7 +482,7 @@ class _Cycle:
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
             )
-            owed = candidates(self.state, spec, grounds, self.now, restart_ms, chosen_victims)
+            owed = candidates(running, spec, grounds, self.now, chosen_victims)
             if not owed:
                 continue
             tries -= 1

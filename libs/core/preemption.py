@@ -70,8 +70,11 @@ def stoppable(job: JobRecord, now: int) -> bool:
     )
 
 
+_TIER_RANK = {tier: n for n, tier in enumerate(TIERS)}
+
+
 def tier_outranks(waiting: JobSpec, running: JobSpec) -> bool:
-    return TIERS.index(waiting.tier) < TIERS.index(running.tier)
+    return _TIER_RANK[waiting.tier] < _TIER_RANK[running.tier]
 
 
 def choose(
@@ -79,7 +82,7 @@ def choose(
 ) -> tuple[list[Victim], list[Placement]] | None:
     """The cheapest victims whose GPUs, with what is free, place the job; and where it
     would go then. ``capacity`` is left as it was."""
-    pool = [v for v in victims if any(n in capacity.nodes for n in v.placements)]
+    pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
     if spec.workers == 1 or spec.topology in ("nvlink", "node"):
         return _on_one_node(capacity, spec, models, pool)
     return _spread(capacity, spec, models, pool)
@@ -89,31 +92,30 @@ def _placed_with(
     capacity: Capacity, spec: JobSpec, models: list[str], freed: list[Victim]
 ) -> list[Placement] | None:
     for victim in freed:
-        for node_id, gpus in victim.placements.items():
-            capacity.give(node_id, gpus)
+        _free(capacity, victim, True)
     try:
         return capacity.place(spec.workers, spec.gpus, spec.topology, models)
     finally:
         for victim in freed:
-            for node_id, gpus in victim.placements.items():
-                if node_id in capacity.nodes:
-                    capacity.take(node_id, gpus)
+            _free(capacity, victim, False)
 
 
 def _on_one_node(
     capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
 ) -> tuple[list[Victim], list[Placement]] | None:
     """Branch and bound over the victims of each node, nodes in order of a lower bound
-    on their cost (the cheapest GPUs first, fractionally), so most nodes are never tried."""
+    on their cost, so most nodes are never searched."""
     need = spec.total_gpus
+    by_node: dict[str, list[Victim]] = {}
+    for victim in sorted(pool, key=lambda v: (v.cost, v.job_id)):  # so each node's list is
+        for node_id in victim.placements:
+            by_node.setdefault(node_id, []).append(victim)
     nodes = []
-    for node_id in sorted({n for v in pool for n in v.placements}):
+    for node_id, victims in sorted(by_node.items()):
         space = capacity.nodes.get(node_id)
         if space is None or space.model not in models:
             continue
-        here = sorted(
-            (v for v in pool if node_id in v.placements), key=lambda v: (v.cost, v.job_id)
-        )[:MAX_VICTIMS_PER_NODE]
+        here = victims[:MAX_VICTIMS_PER_NODE]
         deficit = max(1, need - space.free)
         if sum(len(v.placements[node_id]) for v in here) < deficit:
             continue
@@ -163,36 +165,50 @@ def _search_node(
 
 
 def _lower_bound(victims: list[Victim], node_id: str, deficit: int) -> int:
-    """No set freeing ``deficit`` GPUs on the node costs less (fractional knapsack)."""
-    bound, left = 0, deficit
-    for victim in sorted(victims, key=lambda v: v.cost / len(v.placements[node_id])):
-        gpus = len(victim.placements[node_id])
-        if gpus >= left:
-            return bound + victim.cost * left // gpus
-        bound, left = bound + victim.cost, left - gpus
-    return bound
+    """No set freeing ``deficit`` GPUs on the node costs less: each GPU freed costs at
+    least the cheapest victim's cost per GPU."""
+    return deficit * min(v.cost // len(v.placements[node_id]) for v in victims)
 
 
 def _spread(
     capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
 ) -> tuple[list[Victim], list[Placement]] | None:
-    ordered = sorted(
-        pool, key=lambda v: (v.cost / sum(len(g) for g in v.placements.values()), v.job_id)
-    )
+    def fits() -> bool:
+        roomy = any(capacity.free_by_model.get(m, 0) >= spec.total_gpus for m in models)
+        return roomy and capacity.place(spec.workers, spec.gpus, spec.topology, models) is not None
+
     chosen: list[Victim] = []
-    for victim in ordered:
-        chosen.append(victim)
-        if _placed_with(capacity, spec, models, chosen) is not None:
-            break
-    else:
-        return None
-    for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
-        fewer = [v for v in chosen if v is not victim]
-        if _placed_with(capacity, spec, models, fewer) is not None:
-            chosen = fewer
-    placed = _placed_with(capacity, spec, models, chosen)
-    assert placed is not None
-    return sorted(chosen, key=lambda v: v.job_id), placed
+    try:
+        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.job_id)):
+            _free(capacity, victim, True)
+            chosen.append(victim)
+            if fits():
+                break
+        else:
+            return None
+        for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
+            _free(capacity, victim, False)  # not needed after all?
+            if fits():
+                chosen.remove(victim)
+            else:
+                _free(capacity, victim, True)
+        placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        assert placed is not None
+        return sorted(chosen, key=lambda v: v.job_id), placed
+    finally:
+        for victim in chosen:
+            _free(capacity, victim, False)
+
+
+def _gpus(victim: Victim) -> int:
+    return sum(len(gpus) for gpus in victim.placements.values())
+
+
+def _free(capacity: Capacity, victim: Victim, free: bool) -> None:
+    """Count the victim's GPUs as free (or as held again) in ``capacity``."""
+    for node_id, gpus in victim.placements.items():
+        if node_id in capacity.nodes:
+            (capacity.give if free else capacity.take)(node_id, gpus)
 
 
 def draining(state: State, now: int) -> list[tuple[str, str]]:
@@ -217,30 +233,35 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
     time_slice_ns: int | None  # how long a job runs before fair share may stop it
 
 
+def stoppable_jobs(
+    state: State, now: int, restart_overhead_ms: int
+) -> list[tuple[JobRecord, Victim]]:
+    """Every running job that may be stopped now, with its cost, by job id: computed once
+    per cycle, then filtered for each waiting job by what it is owed."""
+    found = []
+    for job_id in sorted({j for node in state.nodes.values() for j in node.allocated.values()}):
+        job = state.jobs[job_id]
+        if stoppable(job, now):
+            cost = cost_of(job, now, restart_overhead_ms)
+            found.append((job, Victim(job_id=job_id, placements=job.placements, cost=cost)))
+    return found
+
+
 def candidates(
-    state: State,
+    stoppable: list[tuple[JobRecord, Victim]],
     waiting: JobSpec,
     grounds: Grounds,
     now: int,
-    restart_overhead_ms: int,
     exclude: set[str],
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with the first ground that allows
     it, by job id."""
     found = []
-    holders = sorted({j for node in state.nodes.values() for j in node.allocated.values()})
-    for job_id in holders:
-        job = state.jobs[job_id]
-        if job_id in exclude or not stoppable(job, now):
-            continue
-        code = _ground(job, waiting, grounds, now)
-        if code is not None:
-            victim = Victim(
-                job_id=job_id,
-                placements=job.placements,
-                cost=cost_of(job, now, restart_overhead_ms),
-            )
-            found.append((victim, code))
+    for job, victim in stoppable:
+        if job.job_id not in exclude:
+            code = _ground(job, waiting, grounds, now)
+            if code is not None:
+                found.append((victim, code))
     return found
 
 
