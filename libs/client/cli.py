@@ -20,7 +20,7 @@ from allot.client.jobfile import SpecError, spec_from
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
-from allot.proto.commands import BudgetGrantRequest
+from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
 from allot.proto.events import TIERS, TOPOLOGIES
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -129,6 +129,31 @@ async def cmd_explain(args: argparse.Namespace) -> int:
         return 1
     view = render.explain(state, job, time.time_ns())
     emit(args, view, render.explain_text(view))
+    return 0
+
+
+async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
+    return await _node_command(
+        args,
+        NodeCommandRequest(
+            node_id=args.node, action="cordon", drain=args.drain, reason=args.reason
+        ),
+    )
+
+
+async def cmd_nodes_uncordon(args: argparse.Namespace) -> int:
+    return await _node_command(args, NodeCommandRequest(node_id=args.node, action="uncordon"))
+
+
+async def _node_command(args: argparse.Namespace, request: NodeCommandRequest) -> int:
+    async with await connect(args) as client:
+        try:
+            reply = await client.node_command(request)
+        except CommandError as error:
+            report_refusal(error, f"{request.action} refused, nothing changed")
+            return 2
+    done = f"{request.node_id}: {request.action}ed" + (", draining" if request.drain else "")
+    emit(args, msgspec.to_builtins(reply), done)
     return 0
 
 
@@ -379,7 +404,22 @@ def build_parser() -> argparse.ArgumentParser:
     add("queue", cmd_queue, "pending jobs in the planner's order, with the reason each waits")
     explain_cmd = add("explain", cmd_explain, "why a job waits, where it runs, how it ended")
     explain_cmd.add_argument("job")
-    add("nodes", cmd_nodes, "nodes, their state and their jobs")
+    nodes = add("nodes", cmd_nodes, "nodes, their state and their jobs; cordon, drain, uncordon")
+    nodes_sub = nodes.add_subparsers(dest="nodes_command", required=False)
+    cordon = nodes_sub.add_parser(
+        "cordon", parents=[common], help="place nothing new on a node; --drain also stops its jobs"
+    )
+    cordon.set_defaults(handler=cmd_nodes_cordon)
+    cordon.add_argument("node")
+    cordon.add_argument(
+        "--drain",
+        action="store_true",
+        help="also stop its jobs gracefully, each once past its minimum runtime",
+    )
+    cordon.add_argument("--reason", default="", help="why, for the log")
+    uncordon = nodes_sub.add_parser("uncordon", parents=[common], help="place work on it again")
+    uncordon.set_defaults(handler=cmd_nodes_uncordon)
+    uncordon.add_argument("node")
 
     cancel = add("cancel", cmd_cancel, "cancel a pending or running job")
     cancel.add_argument("job")

@@ -26,13 +26,22 @@ from allot.proto.commands import (
     CancelReply,
     CancelRequest,
     FieldError,
+    NodeCommandReply,
+    NodeCommandRequest,
     SubmitReply,
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
-from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, CANCEL, SUBMIT, health
+from allot.proto.subjects import (
+    ACCOUNTS_APPLY,
+    BUDGET_GRANT,
+    CANCEL,
+    NODE_COMMAND,
+    SUBMIT,
+    health,
+)
 
-R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply)
+R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply, NodeCommandReply)
 
 
 class CommandError(Exception):
@@ -79,6 +88,14 @@ class AsyncClient:
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
         reply = await self._request(CANCEL, payload, CancelReply, timeout, 3)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def node_command(self, request: NodeCommandRequest) -> NodeCommandReply:
+        """Cordon, drain or uncordon a node. Retrying is harmless: the state is the same."""
+        payload = msgspec.json.encode(request)
+        reply = await self._request(NODE_COMMAND, payload, NodeCommandReply, 5.0, 3)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply

@@ -87,6 +87,17 @@ def job_detail(job: JobRecord) -> str:
     ]
     if job.reason is not None:
         lines.append(f"waiting    {reason_text(job.reason)}")
+    if job.preemptions:
+        lines.append(
+            f"preempted  {job.preemptions} time(s), {job.lost_gpu_ms / 1000:.1f} GPU-s of work lost"
+        )
+    if job.checkpoint_step:
+        lines.append(f"checkpoint {job.checkpoint_step} at {when(job.last_checkpoint_at)}")
+    if job.grace_too_short_ns is not None:
+        lines.append(
+            f"WARNING    its grace period ({job.spec.grace_ns / 1e9:.0f}s) is too short: it "
+            f"needed {job.grace_too_short_ns / 1e9:.1f}s and was killed; raise --grace"
+        )
     return "\n".join(lines)
 
 

@@ -133,6 +133,7 @@ class Stack:
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", [])
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
+        self._add("preemptor", ["--tick", str(min(1.0, self.heartbeat_s))])
         for node in self.nodes:
             self._add(
                 node.node_id,
@@ -151,6 +152,9 @@ class Stack:
                     ],
                     "--work-dir",
                     str(self.node_work_dir(node.node_id)),
+                    # Simulated nodes share this machine's disk, as real ones share storage.
+                    "--checkpoint-root",
+                    str(self.data_dir / "checkpoints"),
                     "--heartbeat",
                     str(self.heartbeat_s),
                     "--stop-grace",

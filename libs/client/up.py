@@ -40,6 +40,25 @@ DEMO_JOBS = [
     ("big-train", "platform/carol", 8, "import time; time.sleep(5); print('done')"),
     ("batch-infer", "platform/carol", 8, "import time; time.sleep(2); print('1000 prompts')"),
 ]
+# Checkpoints every 10 steps and when asked to stop; resumes from its latest checkpoint.
+TRAIN_CODE = """
+import time
+from allot import workload
+state = workload.resume() or {"step": 0}
+if state["step"]:
+    print("resumed from step", state["step"], flush=True)
+while state["step"] < 100:
+    if workload.should_stop():
+        workload.save(state)
+        print("checkpointed at step", state["step"], "and stopped", flush=True)
+        raise SystemExit(0)
+    state = {"step": state["step"] + 1}
+    if state["step"] % 10 == 0:
+        workload.save(state)
+    time.sleep(0.1)
+print("trained 100 steps", flush=True)
+"""
+NOTEBOOK_CODE = "import time; time.sleep(2); print('notebook done')"
 # A gang of one full node per worker (on two nodes when there are two), started at once.
 GANG_CODE = (
     "import os, time; time.sleep(2); print('rank', os.environ['ALLOT_NODE_RANK'], 'of',"
@@ -57,6 +76,7 @@ async def up(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or allot_home() / "data"
     stack = Stack(data_dir, nodes, node_timeout_s=args.node_timeout)
     stopped = asyncio.Event()
+    demo_task: asyncio.Task[None] | None = None
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
@@ -68,9 +88,14 @@ async def up(args: argparse.Namespace) -> int:
         announce(args, stack)
         if args.demo:
             largest = max(n.gpus for n in stack.nodes)
-            await submit_demo(stack.url, largest, len(stack.nodes), as_json=args.json)
+            demo = submit_demo(stack.url, largest, len(stack.nodes), as_json=args.json)
+            demo_task = asyncio.create_task(demo)
         await stopped.wait()
     finally:
+        if demo_task is not None:
+            demo_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await demo_task
         print("stopping…", file=sys.stderr, flush=True)
         await stack.stop()
         with contextlib.suppress(FileNotFoundError):
@@ -118,6 +143,53 @@ async def submit_demo(url: str, largest_node: int, nodes: int, as_json: bool) ->
         )
         reply = await client.submit(gang)
         announce_demo(gang.name, f"{workers}x{largest_node} GPUs", reply.job_id, as_json)
+        train = JobSpec(
+            account="research/alice",
+            name="resumable-train",
+            gpus=largest_node,
+            resumable=True,
+            command=[sys.executable, "-c", TRAIN_CODE],
+        )
+        reply = await client.submit(train)
+        announce_demo(train.name, f"{largest_node} GPUs", reply.job_id, as_json)
+        assert reply.job_id is not None
+        await show_preemption(client, reply.job_id, largest_node, as_json)
+
+
+async def show_preemption(client: AsyncClient, train: str, gpus: int, as_json: bool) -> None:
+    """Once the training job has checkpointed, an interactive job that needs its node
+    arrives: the training job is stopped, requeued and resumes from its checkpoint."""
+    notebook: str | None = None
+    told: set[str] = set()
+
+    def say(key: str, text: str) -> None:
+        if key not in told:
+            told.add(key)
+            print(
+                json.dumps({"demo": key, "text": text}) if as_json else f"demo: {text}", flush=True
+            )
+
+    async with contextlib.aclosing(client.states()) as states:
+        async for state in states:
+            job = state.jobs.get(train)
+            if job is None:
+                continue
+            if notebook is None and job.checkpoint_step >= 1:
+                spec = JobSpec(
+                    account="demo", name="notebook", gpus=gpus, tier="interactive",
+                    command=[sys.executable, "-c", NOTEBOOK_CODE],
+                )  # fmt: skip
+                notebook = (await client.submit(spec)).job_id
+                say("notebook", f"an interactive notebook ({gpus} GPUs) arrives as {notebook}")
+            if job.preemptions:
+                say(
+                    "preempted",
+                    f"resumable-train was preempted for it at checkpoint {job.checkpoint_step}, "
+                    f"losing {job.lost_gpu_ms / 1000:.1f} GPU-s, and requeued",
+                )
+            if job.status.terminal:
+                say("ended", f"resumable-train {job.status} after {job.preemptions} preemption(s)")
+                return
 
 
 def announce_demo(name: str, shape: str, job_id: str | None, as_json: bool) -> None:

@@ -57,6 +57,7 @@ def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: st
     release(state, job, at)
     state.pending.pop(job.job_id, None)
     state.holds.pop(job.job_id, None)
+    state.stopped.pop(job.job_id, None)
     job.status = status
     job.ended_at = at
     job.end_reason = reason
@@ -73,6 +74,7 @@ def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
     job.queued_at = at
     job.preemption, job.stop, job.kill_requested = None, None, False
     job.stopped_in_ns = job.preempted_at = None
+    state.stopped.pop(job.job_id, None)
     job.attempts += 1
     job.end_reason = reason
     state.pending[job.job_id] = None
@@ -208,6 +210,7 @@ def _stopped(state: State, job: JobRecord, e: JobExited) -> None:
     release(state, job, e.meta.at)
     job.status = JobStatus.PREEMPTED
     job.ended_at = e.meta.at
+    state.stopped[job.job_id] = None
 
 
 def _stop_requested(state: State, seq: int, e: StopRequested) -> None:

@@ -79,6 +79,7 @@ def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
     node.cordoned = True
     if e.drain and not node.draining:
         node.draining, node.drained = True, False
+        node.drains += 1
 
 
 def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:

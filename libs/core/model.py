@@ -101,6 +101,7 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     cordoned: bool = False
     draining: bool = False  # cordoned, and its jobs are stopped as they pass min runtime
     drained: bool = False
+    drains: int = 0  # drains begun, so each one's end is recorded once
     # GPU index -> job id holding it. Kept by the fold so planning need not scan all jobs.
     allocated: dict[int, str] = {}
 
@@ -183,6 +184,7 @@ class State:
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
         # Waiting job -> GPUs kept for it while the jobs preempted for it stop.
         self.holds: dict[str, list[Placement]] = {}
+        self.stopped: dict[str, None] = {}  # preempted jobs not yet requeued or ended
         self.fair_share_version = 0  # bumped whenever accounts or usage change
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them

@@ -25,9 +25,24 @@ from allot.core import (
     validate_cancel,
     validate_submission,
 )
-from allot.proto.commands import CancelReply, CancelRequest, SubmitReply, SubmitRequest
-from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
-from allot.proto.subjects import CANCEL, SUBMIT, health
+from allot.proto.commands import (
+    CancelReply,
+    CancelRequest,
+    FieldError,
+    NodeCommandReply,
+    NodeCommandRequest,
+    SubmitReply,
+    SubmitRequest,
+)
+from allot.proto.events import (
+    JobCancelRequested,
+    JobSpec,
+    JobSubmitted,
+    NodeCordoned,
+    NodeEvent,
+    NodeUncordoned,
+)
+from allot.proto.subjects import CANCEL, NODE_COMMAND, SUBMIT, health
 from allot.services.replies import decode_error, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
@@ -67,6 +82,7 @@ class Intake:
         self._subscriptions = [
             await nc.subscribe(SUBMIT, queue=QUEUE_GROUP, cb=self._on_submit),
             await nc.subscribe(CANCEL, queue=QUEUE_GROUP, cb=self._on_cancel),
+            await nc.subscribe(NODE_COMMAND, queue=QUEUE_GROUP, cb=self._on_node_command),
             await nc.subscribe(health("intake"), queue=QUEUE_GROUP, cb=self._on_health),
         ]
         log.info("caught up at sequence %d, accepting commands", self.state.seq)
@@ -142,6 +158,36 @@ class Intake:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])
         return CancelReply(job_id=request.job_id, seq=appended.seq)
+
+    async def _on_node_command(self, msg: Msg) -> None:
+        reply = await self.node_command(msg.data)
+        await msg.respond(msgspec.json.encode(reply))
+
+    async def node_command(self, payload: bytes) -> NodeCommandReply:
+        """Cordon (and maybe drain) or uncordon a node the log knows."""
+        try:
+            request = msgspec.json.decode(payload, type=NodeCommandRequest)
+        except msgspec.DecodeError as error:
+            return NodeCommandReply(node_id="", errors=[decode_error(error)])
+        if request.node_id not in self.state.nodes:
+            known = ", ".join(sorted(self.state.nodes)) or "none yet"
+            problem = FieldError(
+                field="node_id", value=request.node_id, message=f"no such node; known: {known}"
+            )
+            return NodeCommandReply(node_id=request.node_id, errors=[problem])
+        meta = stamp("intake", self.clock)
+        event: NodeEvent
+        if request.action == "cordon":
+            event = NodeCordoned(
+                meta=meta, node_id=request.node_id, drain=request.drain, reason=request.reason
+            )
+        else:
+            event = NodeUncordoned(meta=meta, node_id=request.node_id)
+        try:
+            appended = await self.events.append(event)
+        except Exception as error:
+            return NodeCommandReply(node_id=request.node_id, errors=[not_stored(error)])
+        return NodeCommandReply(node_id=request.node_id, seq=appended.seq)
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

@@ -16,6 +16,11 @@ parser.add_argument(
 )
 parser.add_argument("--nvlink-islands", help="GPUs sharing NVLink, e.g. 0-3,4-7 (default: all)")
 parser.add_argument("--work-dir", type=Path, required=True, help="job directories live here")
+parser.add_argument(
+    "--checkpoint-root",
+    type=Path,
+    help="one checkpoint directory per job, on storage all nodes share (default WORK/checkpoints)",
+)
 parser.add_argument("--heartbeat", type=float, default=1.0, help="seconds between heartbeats")
 parser.add_argument(
     "--stop-grace", type=float, default=10.0, help="SIGTERM→SIGKILL seconds on cancel"

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import msgspec
 
+from allot import workload
 from allot.bus.eventlog import EventLog
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import (
     Event,
     GpuInfo,
     JobCancelled,
+    JobCheckpointed,
     JobExited,
     JobStarted,
     NodeRegistered,
@@ -55,11 +57,13 @@ class NodeAgent:
         heartbeat_s: float = 1.0,
         stop_grace_s: float = 10.0,
         clock: Clock | None = None,
+        checkpoint_root: Path | None = None,
     ):
         self.events = events
         self.node_id = node_id
         self.inventory = inventory
         self.work_dir = work_dir
+        self.checkpoint_root = checkpoint_root or work_dir / "checkpoints"
         self.heartbeat_s = heartbeat_s
         self.stop_grace_s = stop_grace_s
         self.clock = clock or Clock()
@@ -70,11 +74,12 @@ class NodeAgent:
 
     async def run(self) -> None:
         await self._register()
-        beating = asyncio.create_task(self._heartbeat())
+        loops = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._checkpoints())]
         try:
             await follow_state(self.events, self.state, self.reconcile)
         finally:
-            beating.cancel()
+            for loop in loops:
+                loop.cancel()
 
     async def _register(self) -> None:
         registered = NodeRegistered(
@@ -95,6 +100,14 @@ class NodeAgent:
             with contextlib.suppress(Exception):
                 await self.events.nc.publish(heartbeat(self.node_id), msgspec.json.encode(beat))
             await asyncio.sleep(self.heartbeat_s)
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await self._report_checkpoints()
+            except Exception:  # a vanished directory, a bad file: try again next time
+                log.exception("checking checkpoints failed")
 
     def _mine(self) -> list[JobRecord]:
         node = self.state.nodes.get(self.node_id)
@@ -119,16 +132,20 @@ class NodeAgent:
             if watch is not None and watch.attempt == job.attempts:
                 if job.cancel_requested:
                     self._stop(watch)
+                elif job.stop is not None:
+                    self._terminate(watch)
+                if job.kill_requested:
+                    self._kill(watch)
                 continue
             if watch is not None:  # an earlier attempt still here
                 self._revoke(self._watched.pop(job.job_id))
-            job_dir = JobDir(self.work_dir, job.job_id, job.attempts)
+            job_dir = self._job_dir(job)
             if job.cancel_requested and not job_dir.launching:
                 await self._cancel_unstarted(job)
                 continue
             # A copy: the fold goes on changing the record while the watch awaits.
             watch = JobWatch(copy.copy(job), job_dir)
-            watch.stopping = job.cancel_requested
+            watch.stopping = job.cancel_requested or job.stop is not None
             watch.task = asyncio.create_task(self._own(watch))
             self._watched[job.job_id] = watch
         wanted = {job.job_id for job in mine}
@@ -136,7 +153,7 @@ class NodeAgent:
             self._revoke(self._watched.pop(job_id))
         if self._first_pass:
             self._first_pass = False
-            self._kill_orphans({JobDir(self.work_dir, j.job_id, j.attempts).path for j in mine})
+            self._kill_orphans({self._job_dir(j).path for j in mine})
 
     async def _cancel_unstarted(self, job: JobRecord) -> None:
         """A cancelled job whose process never started here is not started at all. If a
@@ -162,6 +179,49 @@ class NodeAgent:
         )
         await self._append(event, self._msg_id(job.job_id, job.attempts, "exited"))
 
+    def _job_dir(self, job: JobRecord) -> JobDir:
+        return JobDir(self.work_dir, job.job_id, job.attempts, self.checkpoint_root)
+
+    def _terminate(self, watch: "JobWatch") -> None:
+        """SIGTERM for a stop the log asked for: the job checkpoints and exits within its
+        grace period, or the preemptor asks for SIGKILL (``KillRequested``)."""
+        watch.stopping = True
+        if watch.signalled or watch.ended or watch.pid is None:
+            return
+        watch.signalled = True
+        watch.signalled_at = self.clock.monotonic()
+        log.info("stopping %s (pid %d): stop requested", watch.job.job_id, watch.pid)
+        process.signal_group(watch.pid, signal.SIGTERM)
+
+    def _kill(self, watch: "JobWatch") -> None:
+        if not watch.ended and watch.pid is not None:
+            log.warning(
+                "killing %s (pid %d): its grace period is over", watch.job.job_id, watch.pid
+            )
+            process.signal_group(watch.pid, signal.SIGKILL)
+
+    async def _report_checkpoints(self) -> None:
+        """Record each new checkpoint of the jobs this node leads. The files outlive the
+        agent and the log says which was recorded last, so a restart neither repeats nor
+        misses one."""
+        for watch in list(self._watched.values()):
+            job = self.state.jobs.get(watch.job.job_id)
+            if job is None or not job.placements or next(iter(job.placements)) != self.node_id:
+                continue
+            found = workload.checkpoints(watch.job_dir.checkpoints)
+            if not found or found[-1][0] <= max(job.checkpoint_step, watch.reported_step):
+                continue
+            step, path = found[-1]
+            event = JobCheckpointed(
+                meta=stamp(self.node_id, self.clock),
+                job_id=job.job_id,
+                node_id=self.node_id,
+                path=str(path),
+                step=step,
+            )
+            await self._append(event, f"{job.job_id}:checkpoint:{step}")
+            watch.reported_step = step
+
     def _revoke(self, watch: "JobWatch") -> None:
         """The log no longer gives this attempt to this node: nothing of it may keep running.
         An attempt whose process has already ended is left to finish its report."""
@@ -175,6 +235,7 @@ class NodeAgent:
         if watch.signalled or watch.ended or watch.pid is None:
             return
         watch.signalled = True
+        watch.signalled_at = self.clock.monotonic()
         log.info("stopping %s (pid %d): cancel requested", watch.job.job_id, watch.pid)
         process.signal_group(watch.pid, signal.SIGTERM)
         watch.kill_timer = asyncio.get_running_loop().call_later(
@@ -205,7 +266,15 @@ class NodeAgent:
             else:
                 log.info("adopting %s (pid %d) from an earlier agent", job.job_id, watch.pid)
             if watch.stopping:
-                self._stop(watch)
+                current = self.state.jobs.get(job.job_id)
+                if (
+                    current is not None
+                    and current.stop is not None
+                    and not current.cancel_requested
+                ):
+                    self._terminate(watch)
+                else:
+                    self._stop(watch)
             if self.node_id not in job.started_on:
                 started = JobStarted(
                     meta=stamp(self.node_id, self.clock),
@@ -236,6 +305,9 @@ class NodeAgent:
 
     async def _report_exit(self, watch: "JobWatch", code: int | None, reason: str) -> None:
         watch.ended = True
+        stopped_in = None
+        if watch.signalled_at is not None:
+            stopped_in = int((self.clock.monotonic() - watch.signalled_at) * 1e9)
         exited = JobExited(
             meta=stamp(self.node_id, self.clock),
             job_id=watch.job.job_id,
@@ -244,6 +316,7 @@ class NodeAgent:
             output_path=str(watch.job_dir.output),
             reason=reason,
             attempt=watch.attempt,
+            stopped_in_ns=stopped_in,
         )
         await self._append(exited, self._msg_id(watch.job.job_id, watch.attempt, "exited"))
         log.info("%s exited with %s %s", watch.job.job_id, code, reason)
@@ -293,6 +366,8 @@ class JobWatch:
         self.pid: int | None = None
         self.stopping = False  # a stop was asked for
         self.signalled = False  # SIGTERM was sent
+        self.signalled_at: float | None = None  # when, on the agent's monotonic clock
+        self.reported_step = 0  # the last checkpoint this agent recorded
         self.ended = False  # the process is gone; only its report may be pending
         self.revoked = False
         self.kill_timer: asyncio.TimerHandle | None = None
@@ -348,5 +423,6 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         work_dir=args.work_dir,
         heartbeat_s=args.heartbeat,
         stop_grace_s=args.stop_grace,
+        checkpoint_root=args.checkpoint_root,
     )
     await agent.run()

@@ -18,17 +18,14 @@ from allot.services.node.files import write_atomically
 
 
 class JobDir:
-    def __init__(self, work_dir: Path, job_id: str, attempt: int):
+    def __init__(self, work_dir: Path, job_id: str, attempt: int, checkpoint_root: Path):
         self.attempt = attempt
         self.path = work_dir / "jobs" / job_id / str(attempt)
+        self.checkpoints = checkpoint_root / job_id  # every attempt, on whichever node
 
     @property
     def output(self) -> Path:
         return self.path / "output.log"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.path.parent / "checkpoints"  # shared by attempts: a resume reads it
 
     @property
     def launching(self) -> bool:

@@ -258,7 +258,8 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    running_job = submit("--max-runtime", "1h")
+    # Interactive itself, so the interactive job below has no grounds to preempt it.
+    running_job = submit("--max-runtime", "1h", "--tier", "interactive")
     await until(client, lambda s: s.jobs.get(running_job) is not None and running(s, running_job))
     batch = submit("--name", "later-batch")
     interactive = submit("--tier", "interactive", "--name", "notebook")

@@ -82,9 +82,13 @@ def test_allot_up_json_announces_where_it_runs(tmp_path: Path) -> None:
         assert announced["nodes"] == 2
         assert announced["gpus"] == 8
         assert announced["nats_url"].startswith("nats://127.0.0.1:")
-        demo = [json.loads(up.stdout.readline()) for _ in range(6)]
+        demo = [json.loads(up.stdout.readline()) for _ in range(7)]
         assert all(d["job_id"].startswith("j-") for d in demo)
-        assert (demo[-1]["demo"], demo[-1]["gpus"]) == ("ddp-pretrain", "2x4 GPUs")
+        assert (demo[5]["demo"], demo[5]["gpus"]) == ("ddp-pretrain", "2x4 GPUs")
+        # Then the preemption story: a notebook arrives, the training job is preempted,
+        # requeued, resumes from its checkpoint and finishes.
+        story = [json.loads(up.stdout.readline())["demo"] for _ in range(3)]
+        assert story == ["notebook", "preempted", "ended"]
     finally:
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=60) == 0

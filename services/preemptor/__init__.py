@@ -1,0 +1,1 @@
+"""The preemptor: issues the stops that plans decided, and accounts for them."""

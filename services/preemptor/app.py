@@ -1,0 +1,106 @@
+"""Executes preemption: turns what ``allot.core.executor.due`` says into events.
+
+Every event carries a message id made of the job, its attempt and the step (or the node and
+its drain), so an event appended twice — after a redelivery, a retry, or a restart of this
+service in the middle of a preemption — is stored once. What is due is recomputed from
+the log each time, so a restarted preemptor finishes whatever its predecessor began.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+
+from allot.bus.eventlog import EventLog
+from allot.core import State
+from allot.core.executor import Account, Action, Drained, Kill, Stop, due
+from allot.proto.events import (
+    Event,
+    GraceTooShort,
+    JobPreempted,
+    JobRequeued,
+    KillRequested,
+    NodeDrained,
+    StopRequested,
+)
+from allot.services.runtime import Clock, follow_state, stamp
+
+log = logging.getLogger("allot.preemptor")
+
+
+class Preemptor:
+    def __init__(self, events: EventLog, clock: Clock | None = None, tick_s: float = 1.0):
+        self.events = events
+        self.clock = clock or Clock()
+        self.tick_s = tick_s
+        self.state = State()
+        self._acting = asyncio.Lock()
+
+    async def run(self) -> None:
+        ticker = asyncio.create_task(self._tick())
+        try:
+            await follow_state(self.events, self.state, self.act)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+
+    async def _tick(self) -> None:
+        """Grace periods and runtimes end without any event: look again now and then."""
+        while True:
+            await asyncio.sleep(self.tick_s)
+            with contextlib.suppress(Exception):  # the follow loop reports real trouble
+                if await self.events.last_seq() <= self.state.seq:
+                    await self.act()
+
+    async def act(self) -> None:
+        async with self._acting:
+            for action in due(self.state, self.clock.now()):
+                for event, msg_id in self._events_for(action):
+                    await self.events.append(event, msg_id=msg_id)
+                log.info("%s", action)
+
+    def _events_for(self, action: Action) -> list[tuple[Event, str]]:
+        meta = stamp("preemptor", self.clock)
+        if isinstance(action, Stop):
+            stop = StopRequested(
+                meta=meta, job_id=action.job_id, grace_ns=action.grace_ns, reason=action.reason,
+                kind=action.kind, attempt=action.attempt,
+            )  # fmt: skip
+            return [(stop, f"{action.job_id}:{action.attempt}:stop")]
+        if isinstance(action, Kill):
+            kill = KillRequested(
+                meta=meta, job_id=action.job_id, reason="grace period over", attempt=action.attempt
+            )
+            return [(kill, f"{action.job_id}:{action.attempt}:kill")]
+        if isinstance(action, Drained):
+            drained = NodeDrained(meta=meta, node_id=action.node_id)
+            return [(drained, f"{action.node_id}:drain:{action.drain}")]
+        return self._accounting(action)
+
+    def _accounting(self, action: Account) -> list[tuple[Event, str]]:
+        key = f"{action.job_id}:{action.attempt}"
+        events: list[tuple[Event, str]] = []
+        if action.grace_too_short_ns is not None:
+            warning = GraceTooShort(
+                meta=stamp("preemptor", self.clock), job_id=action.job_id,
+                grace_ns=action.grace_ns, measured_ns=action.grace_too_short_ns,
+            )  # fmt: skip
+            events.append((warning, f"{key}:grace-too-short"))
+            log.warning("%s needed longer than its grace period to stop", action.job_id)
+        preempted = JobPreempted(
+            meta=stamp("preemptor", self.clock), job_id=action.job_id,
+            lost_gpu_ms=action.lost_gpu_ms, checkpoint_age_ns=action.checkpoint_age_ns,
+            grace_used_ns=action.grace_used_ns, attempt=action.attempt,
+        )  # fmt: skip
+        events.append((preempted, f"{key}:preempted"))
+        if action.requeue:
+            requeued = JobRequeued(
+                meta=stamp("preemptor", self.clock), job_id=action.job_id, reason="preempted"
+            )
+            events.append((requeued, f"{key}:requeued"))
+        return events
+
+
+async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    await Preemptor(events, tick_s=args.tick).run()
