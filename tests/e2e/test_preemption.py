@@ -254,3 +254,21 @@ async def test_draining_a_node_moves_checkpointing_work_without_losing_it(
     assert next(n for n in shown if n["node_id"] == first_node)["drained"] is True
     assert cli(stack.url, "nodes", "uncordon", first_node).returncode == 0
     assert cli(stack.url, "nodes", "cordon", "no-such-node").returncode == 2
+
+
+async def test_a_job_past_its_max_runtime_is_stopped_and_fails(client: AsyncClient) -> None:
+    reply = await client.submit(
+        JobSpec(
+            account="lab/x", gpus=1, max_runtime_ns=1 * S, grace_ns=5 * S,
+            command=python("import time; time.sleep(60)"),
+        )
+    )  # fmt: skip
+    assert reply.job_id is not None
+    done = await client.wait(reply.job_id, timeout=30)
+    assert done.status == JobStatus.FAILED
+    assert done.end_reason == "stopped: max_runtime of 1s reached"
+    [stop] = await events_of(client, reply.job_id, StopRequested)
+    assert stop.kind == "max_runtime"
+    assert done.ended_at is not None
+    assert done.started_at is not None
+    assert 1 * S <= done.ended_at - done.started_at < 5 * S  # SIGTERM ended it, not SIGKILL
