@@ -47,7 +47,7 @@ from allot import workload
 state = workload.resume() or {"step": 0}
 if state["step"]:
     print("resumed from step", state["step"], flush=True)
-while state["step"] < 100:
+while state["step"] < 150:
     if workload.should_stop():
         workload.save(state)
         print("checkpointed at step", state["step"], "and stopped", flush=True)
@@ -56,7 +56,7 @@ while state["step"] < 100:
     if state["step"] % 10 == 0:
         workload.save(state)
     time.sleep(0.1)
-print("trained 100 steps", flush=True)
+print("trained 150 steps", flush=True)
 """
 NOTEBOOK_CODE = "import time; time.sleep(2); print('notebook done')"
 # A gang of one full node per worker (on two nodes when there are two), started at once.
@@ -153,12 +153,15 @@ async def submit_demo(url: str, largest_node: int, nodes: int, as_json: bool) ->
         reply = await client.submit(train)
         announce_demo(train.name, f"{largest_node} GPUs", reply.job_id, as_json)
         assert reply.job_id is not None
-        await show_preemption(client, reply.job_id, largest_node, as_json)
+        await show_preemption(client, reply.job_id, largest_node, nodes, as_json)
 
 
-async def show_preemption(client: AsyncClient, train: str, gpus: int, as_json: bool) -> None:
-    """Once the training job has checkpointed, an interactive job that needs its node
-    arrives: the training job is stopped, requeued and resumes from its checkpoint."""
+async def show_preemption(
+    client: AsyncClient, train: str, gpus: int, nodes: int, as_json: bool
+) -> None:
+    """Once the training job has checkpointed and runs alone, an interactive job that
+    needs the whole cluster arrives: the training job is stopped, requeued and resumes
+    from its checkpoint."""
     notebook: str | None = None
     told: set[str] = set()
 
@@ -174,13 +177,15 @@ async def show_preemption(client: AsyncClient, train: str, gpus: int, as_json: b
             job = state.jobs.get(train)
             if job is None:
                 continue
-            if notebook is None and job.checkpoint_step >= 1:
+            alone = {j for n in state.nodes.values() for j in n.allocated.values()} == {train}
+            if notebook is None and job.checkpoint_step >= 1 and alone:
                 spec = JobSpec(
-                    account="demo", name="notebook", gpus=gpus, tier="interactive",
-                    command=[sys.executable, "-c", NOTEBOOK_CODE],
+                    account="demo", name="notebook", gpus=gpus, workers=nodes,
+                    tier="interactive", command=[sys.executable, "-c", NOTEBOOK_CODE],
                 )  # fmt: skip
                 notebook = (await client.submit(spec)).job_id
-                say("notebook", f"an interactive notebook ({gpus} GPUs) arrives as {notebook}")
+                shape = f"{nodes}x{gpus}"
+                say("notebook", f"an interactive notebook ({shape} GPUs) arrives as {notebook}")
             if job.preemptions:
                 say(
                     "preempted",

@@ -6,10 +6,10 @@ From the folded log and the time, in this order of a job's life:
    ``StopRequested`` with its grace period (SIGTERM on its nodes);
 2. a job still running when its grace period is over gets ``KillRequested`` (SIGKILL);
 3. a preempted job whose processes have all exited is accounted for: ``JobPreempted`` with
-   the GPU time it lost since its last checkpoint, then ``JobRequeued`` if it can resume
-   (a job that cannot resume has lost all its work and ends); ``GraceTooShort`` first when
-   it had to be killed;
-4. a draining node that holds no more jobs gets ``NodeDrained``.
+   the GPU time it lost since its last checkpoint (``GraceTooShort`` first when it had to
+   be killed); a job that cannot resume has lost all its work and ends;
+4. an accounted job that can resume gets ``JobRequeued``;
+5. a draining node that holds no more jobs gets ``NodeDrained``.
 
 Each action names the attempt (or drain) it is for, so the service can give every event a
 message id: redelivery, a retry or a restarted preemptor never does anything twice.
@@ -40,9 +40,13 @@ class Account(msgspec.Struct, frozen=True, kw_only=True):
     lost_gpu_ms: int
     checkpoint_age_ns: int | None
     grace_used_ns: int
-    requeue: bool
     grace_too_short_ns: int | None  # measured stop time, when the job had to be killed
     grace_ns: int
+
+
+class Requeue(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    attempt: int
 
 
 class Drained(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,7 +54,7 @@ class Drained(msgspec.Struct, frozen=True, kw_only=True):
     drain: int
 
 
-Action = Stop | Kill | Account | Drained
+Action = Stop | Kill | Account | Requeue | Drained
 
 
 def due(state: State, now: int) -> list[Action]:
@@ -68,6 +72,8 @@ def due(state: State, now: int) -> list[Action]:
         job = state.jobs[job_id]
         if job.preempted_at is None:
             actions.append(_account(job))
+        elif job.spec.resumable:  # accounted for, and not yet requeued
+            actions.append(Requeue(job_id=job_id, attempt=job.attempts))
     for node_id, node in sorted(state.nodes.items()):
         if node.draining and not node.drained and not node.allocated:
             actions.append(Drained(node_id=node_id, drain=node.drains))
@@ -112,7 +118,6 @@ def _account(job: JobRecord) -> Account:
         lost_gpu_ms=sum(len(g) for g in job.placements.values()) * max(0, ended - since) // 10**6,
         checkpoint_age_ns=None if checkpoint is None else max(0, ended - checkpoint),
         grace_used_ns=grace_used,
-        requeue=job.spec.resumable,
         grace_too_short_ns=max(measured, job.stop.grace_ns) if job.kill_requested else None,
         grace_ns=job.stop.grace_ns,
     )

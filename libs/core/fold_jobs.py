@@ -181,11 +181,13 @@ def _exited(state: State, seq: int, e: JobExited) -> None:
         job.stopped_in_ns = max(job.stopped_in_ns or 0, e.stopped_in_ns)
     if e.node_id == next(iter(job.placements)):
         job.output_path = e.output_path
-    stopped = e.stopped_in_ns is not None or e.exit_code != 0
-    if job.stop is not None and not job.cancel_requested and stopped:
-        if len(job.exited_on) == len(job.placements):
+    if job.stop is not None and not job.cancel_requested:
+        if len(job.exited_on) < len(job.placements):
+            return  # a stopped gang stops whole: wait for its other processes
+        # Stopped, unless every process ended on its own, successfully, before the signal.
+        if job.stopped_in_ns is not None or any(c != 0 for c in job.exited_on.values()):
             _stopped(state, job, e)
-        return
+            return
     if e.exit_code == 0 and not job.cancel_requested and len(job.exited_on) < len(job.placements):
         return
     job.exit_code = e.exit_code

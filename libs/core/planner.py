@@ -487,9 +487,20 @@ class _Cycle:
                 continue
             tries -= 1
             models = self.quotas.models_allowed(spec, self._models_of(job))[0]
+            own = (
+                self.reservation
+                if self.reservation and self.reservation.job_id == job.job_id
+                else None
+            )
+            for held in own.held if own else []:  # what is held for it is its to use
+                self.capacity.give(held.node_id, held.gpus)
             found = choose(self.capacity, spec, models, [victim for victim, _ in owed])
             if found is None:
+                for held in own.held if own else []:
+                    self.capacity.take(held.node_id, held.gpus)
                 continue
+            if own is not None:
+                self.reservation = None  # the hold below replaces it
             victims, placements = found
             code_of = {victim.job_id: code for victim, code in owed}
             for victim in victims:

@@ -49,7 +49,8 @@ class Victim(msgspec.Struct, frozen=True, kw_only=True):
 def cost_of(job: JobRecord, now: int, restart_overhead_ms: int) -> int:
     """GPU-ms lost by stopping the job now: since its last checkpoint if it can resume."""
     began = job.started_at if job.started_at is not None else now
-    since = job.last_checkpoint_at if job.spec.resumable and job.last_checkpoint_at else began
+    checkpoint = job.last_checkpoint_at if job.spec.resumable else None
+    since = max(began, checkpoint) if checkpoint is not None else began  # this attempt's
     gpus = job.gpu_count
     return gpus * (max(0, now - since) // 1_000_000) + gpus * restart_overhead_ms
 
@@ -266,6 +267,8 @@ def candidates(
 
 
 def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str | None:
+    if tier_outranks(job.spec, waiting):
+        return None  # never a job of a higher tier: it would only win its GPUs back
     if tier_outranks(waiting, job.spec):
         return TIER
     if grounds.funded and not job.funded:

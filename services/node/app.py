@@ -140,7 +140,8 @@ class NodeAgent:
             if watch is not None:  # an earlier attempt still here
                 self._revoke(self._watched.pop(job.job_id))
             job_dir = self._job_dir(job)
-            if job.cancel_requested and not job_dir.launching:
+            stopped = job.cancel_requested or job.stop is not None
+            if stopped and not job_dir.launching and self.node_id not in job.started_on:
                 await self._cancel_unstarted(job)
                 continue
             # A copy: the fold goes on changing the record while the watch awaits.
@@ -156,8 +157,8 @@ class NodeAgent:
             self._kill_orphans({self._job_dir(j).path for j in mine})
 
     async def _cancel_unstarted(self, job: JobRecord) -> None:
-        """A cancelled job whose process never started here is not started at all. If a
-        gang's other nodes already run it, this node reports its part as ended instead."""
+        """A cancelled or stopped job whose process never started here is not started at
+        all. If a gang's other nodes already run it, this node reports its part as ended."""
         event: Event
         if job.status == JobStatus.ADMITTED:
             event = JobCancelled(
@@ -174,8 +175,9 @@ class NodeAgent:
             node_id=self.node_id,
             exit_code=None,
             output_path="",
-            reason="cancelled before it started here",
+            reason="stopped before it started here",
             attempt=job.attempts,
+            stopped_in_ns=0,
         )
         await self._append(event, self._msg_id(job.job_id, job.attempts, "exited"))
 
@@ -205,22 +207,25 @@ class NodeAgent:
         agent and the log says which was recorded last, so a restart neither repeats nor
         misses one."""
         for watch in list(self._watched.values()):
-            job = self.state.jobs.get(watch.job.job_id)
-            if job is None or not job.placements or next(iter(job.placements)) != self.node_id:
-                continue
-            found = workload.checkpoints(watch.job_dir.checkpoints)
-            if not found or found[-1][0] <= max(job.checkpoint_step, watch.reported_step):
-                continue
-            step, path = found[-1]
-            event = JobCheckpointed(
-                meta=stamp(self.node_id, self.clock),
-                job_id=job.job_id,
-                node_id=self.node_id,
-                path=str(path),
-                step=step,
-            )
-            await self._append(event, f"{job.job_id}:checkpoint:{step}")
-            watch.reported_step = step
+            await self._report_checkpoint(watch)
+
+    async def _report_checkpoint(self, watch: "JobWatch") -> None:
+        job = self.state.jobs.get(watch.job.job_id)
+        if job is None or not job.placements or next(iter(job.placements)) != self.node_id:
+            return
+        found = workload.checkpoints(watch.job_dir.checkpoints)
+        if not found or found[-1][0] <= max(job.checkpoint_step, watch.reported_step):
+            return
+        step, path = found[-1]
+        event = JobCheckpointed(
+            meta=stamp(self.node_id, self.clock),
+            job_id=job.job_id,
+            node_id=self.node_id,
+            path=str(path),
+            step=step,
+        )
+        await self._append(event, f"{job.job_id}:checkpoint:{step}")
+        watch.reported_step = step
 
     def _revoke(self, watch: "JobWatch") -> None:
         """The log no longer gives this attempt to this node: nothing of it may keep running.
@@ -288,6 +293,8 @@ class NodeAgent:
                 await self._append(started, self._msg_id(job.job_id, watch.attempt, "started"))
             code = await process.wait_exit(watch.pid, job_dir, handle)
             watch.ended = True
+            with contextlib.suppress(Exception):  # the checkpoint a stopped job saved last
+                await self._report_checkpoint(watch)
             if watch.kill_timer is not None:
                 watch.kill_timer.cancel()
             reason = "" if code is not None else "the process vanished without an exit status"

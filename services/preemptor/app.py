@@ -13,7 +13,7 @@ import logging
 
 from allot.bus.eventlog import EventLog
 from allot.core import State
-from allot.core.executor import Account, Action, Drained, Kill, Stop, due
+from allot.core.executor import Account, Action, Drained, Kill, Requeue, Stop, due
 from allot.proto.events import (
     Event,
     GraceTooShort,
@@ -73,6 +73,9 @@ class Preemptor:
                 meta=meta, job_id=action.job_id, reason="grace period over", attempt=action.attempt
             )
             return [(kill, f"{action.job_id}:{action.attempt}:kill")]
+        if isinstance(action, Requeue):
+            requeued = JobRequeued(meta=meta, job_id=action.job_id, reason="preempted")
+            return [(requeued, f"{action.job_id}:{action.attempt}:requeued")]
         if isinstance(action, Drained):
             drained = NodeDrained(meta=meta, node_id=action.node_id)
             return [(drained, f"{action.node_id}:drain:{action.drain}")]
@@ -94,11 +97,6 @@ class Preemptor:
             grace_used_ns=action.grace_used_ns, attempt=action.attempt,
         )  # fmt: skip
         events.append((preempted, f"{key}:preempted"))
-        if action.requeue:
-            requeued = JobRequeued(
-                meta=stamp("preemptor", self.clock), job_id=action.job_id, reason="preempted"
-            )
-            events.append((requeued, f"{key}:requeued"))
         return events
 
 

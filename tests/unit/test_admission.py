@@ -227,6 +227,7 @@ def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     # GPUs aside; what waits for held GPUs fits only with them.
     left = Capacity.of(state)
     held_gpus = decided.reservation.held if decided.reservation else []
+    held_gpus += [p for hold in decided.holds for p in hold.placements]  # kept for preemptors
     for placement in held_gpus:
         left.take(placement.node_id, placement.gpus)
     for waiting in decided.waiting:

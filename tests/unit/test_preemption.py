@@ -8,12 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply, plan
+from allot.core.executor import Account, Requeue, due
 from allot.core.placement import Capacity
 from allot.core.preemption import Victim, choose, cost_of, protected
 from allot.proto.events import (
     BudgetGranted,
     Event,
     JobCheckpointed,
+    JobRequeued,
     NodeCordoned,
     StopRequested,
 )
@@ -208,3 +210,74 @@ def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_p
     victims, _ = found
     assert sum(v.cost for v in victims) == best
     assert not any(protected(state.jobs[v.job_id], NOW) for v in victims)
+
+
+def test_the_job_holding_the_reservation_may_still_preempt_for_it() -> None:
+    state = fold(
+        b.node("n1", 8),
+        *running("v", "n1", [0, 1, 2, 3], resumable=True, max_runtime_ns=10 * HOUR),
+        b.submitted("nb", 8, tier="interactive", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [p.job_id for p in decided.preemptions] == ["v"]
+    assert decided.reservation is None  # the hold replaced it
+
+
+def test_funding_never_stops_a_job_of_a_higher_tier() -> None:
+    grant = BudgetGranted(
+        meta=b.meta(0), path="lab", gpu_ms=10**15, period_ns=700 * HOUR, starts_at=0
+    )
+    state = fold(
+        b.node("n1", 2),
+        grant,
+        *running("nb", "n1", [0, 1], tier="interactive"),
+        b.submitted("train", 2, account="lab/x", min_runtime_ns=HOUR, at=NOW),
+    )
+    assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
+
+
+def test_the_cost_of_a_requeued_job_counts_from_its_current_attempt() -> None:
+    state = fold(b.node("n1", 2), *running("v", "n1", [0, 1], resumable=True, ran=10 * HOUR))
+    for event in [
+        checkpointed("v", ago=9 * HOUR),
+        StopRequested(meta=b.meta(NOW - HOUR), job_id="v", grace_ns=30 * S, reason="x"),
+        msgspec.structs.replace(b.exited("v", "n1", 0), meta=b.meta(NOW - HOUR), stopped_in_ns=S),
+        b.preempted("v"),
+        JobRequeued(meta=b.meta(NOW - HOUR), job_id="v", reason="preempted"),
+        b.plan(("v", "n1", [0, 1])),
+        msgspec.structs.replace(b.started("v", "n1", [0, 1]), meta=b.meta(NOW - 60 * S), attempt=1),
+    ]:
+        apply(state, state.seq + 1, event)
+    assert state.jobs["v"].attempts == 1
+    assert cost_of(state.jobs["v"], NOW, 60_000) == 2 * 60_000 + 2 * 60_000
+
+
+def test_the_preemptor_requeues_an_accounted_job_even_after_a_restart_in_between() -> None:
+    state = fold(
+        b.node("n1", 2),
+        *running("v", "n1", [0, 1], resumable=True),
+        StopRequested(meta=b.meta(NOW), job_id="v", grace_ns=30 * S, reason="x"),
+        msgspec.structs.replace(b.exited("v", "n1", 0), meta=b.meta(NOW + S), stopped_in_ns=S),
+    )
+    [account] = due(state, NOW + 2 * S)
+    assert isinstance(account, Account)
+    assert account.lost_gpu_ms == 2 * (HOUR + S) // 10**6  # no checkpoint: all of it
+    apply(state, state.seq + 1, b.preempted("v", lost_gpu_ms=account.lost_gpu_ms))
+    assert due(state, NOW + 3 * S) == [Requeue(job_id="v", attempt=0)]  # still owed
+    apply(state, state.seq + 1, JobRequeued(meta=b.meta(), job_id="v", reason="preempted"))
+    assert due(state, NOW + 4 * S) == []
+    assert state.jobs["v"].status == JobStatus.PENDING
+
+
+def test_a_gang_whose_processes_ended_on_their_own_before_the_signal_succeeds() -> None:
+    gang = b.admission("g", ("n1", [0]), ("n2", [0]))
+    base = [b.node("n1", 1), b.node("n2", 1), b.submitted("g", 1, workers=2), b.plan(gang)]
+    stop = StopRequested(meta=b.meta(), job_id="g", grace_ns=S, reason="x")
+    for first, second in (("n1", "n2"), ("n2", "n1")):
+        signalled = msgspec.structs.replace(b.exited("g", first, 0), stopped_in_ns=S)
+        state = fold(*base, b.started("g", "n1", [0]), b.started("g", "n2", [0]), stop,
+                     signalled, b.exited("g", second, 0))  # fmt: skip
+        assert state.jobs["g"].status == JobStatus.PREEMPTED  # one was stopped, in any order
+    state = fold(*base, b.started("g", "n1", [0]), b.started("g", "n2", [0]), stop,
+                 b.exited("g", "n1", 0), b.exited("g", "n2", 0))  # fmt: skip
+    assert state.jobs["g"].status == JobStatus.SUCCEEDED
