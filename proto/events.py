@@ -9,6 +9,11 @@ from typing import Final, Literal
 
 import msgspec
 
+# The schema version events are written with. Version 2: an admission lists placements (one
+# per node) where version 1 had one node_id and its gpus. Older events are upcast as they are
+# read (``allot.bus.codec``), never rewritten.
+SCHEMA_VERSION: Final = 2
+
 
 class Meta(msgspec.Struct, frozen=True, kw_only=True):
     """The envelope every event carries."""
@@ -16,7 +21,7 @@ class Meta(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     at: int
     producer: str
-    v: int = 1
+    v: int = SCHEMA_VERSION
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -258,6 +263,14 @@ class PlanComputed(Event, frozen=True, kw_only=True, tag="PlanComputed"):
     holds: list[Hold] = []
 
 
+class PolicyAdopted(Event, frozen=True, kw_only=True, tag="PolicyAdopted"):
+    """A planner started with this policy: plans name it by its hash, replay finds it here."""
+
+    name: str
+    policy_hash: str
+    policy_json: str  # the policy's settings, as the planner's core encodes them
+
+
 # --- nodes ------------------------------------------------------------------------------
 
 
@@ -376,6 +389,7 @@ AnyEvent = (
     | GraceTooShort
     | MaxWaitExceeded
     | PlanComputed
+    | PolicyAdopted
     | NodeRegistered
     | NodeHealthChanged
     | NodeLost
@@ -405,6 +419,7 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     GraceTooShort,
     MaxWaitExceeded,
     PlanComputed,
+    PolicyAdopted,
     NodeRegistered,
     NodeHealthChanged,
     NodeLost,

@@ -9,11 +9,19 @@ from typing import Final
 
 import msgspec
 
-from allot.proto.events import AccountEvent, Event, JobEvent, NodeEvent, PlanComputed
+from allot.proto.events import (
+    AccountEvent,
+    Event,
+    JobEvent,
+    NodeEvent,
+    PlanComputed,
+    PolicyAdopted,
+)
 
 STREAM: Final = "ALLOT"
 EVENTS_PREFIX: Final = "allot.evt"
 ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
+PLAN_EVENTS: Final = f"{EVENTS_PREFIX}.plan.>"
 
 SUBMIT: Final = "allot.cmd.submit"
 CANCEL: Final = "allot.cmd.cancel"
@@ -55,7 +63,7 @@ def subject_for(event: Event) -> str:
     if isinstance(event, AccountEvent):
         tokens = ".".join(_token(segment) for segment in event.path.split("/"))
         return f"{EVENTS_PREFIX}.account.{tokens}.{tag}"
-    if isinstance(event, PlanComputed):
+    if isinstance(event, PlanComputed | PolicyAdopted):
         return f"{EVENTS_PREFIX}.plan.{tag}"
     raise TypeError(f"no subject for event type {type(event).__name__}")
 

@@ -1,11 +1,40 @@
-"""The one codec for events: JSON via msgspec, decoded into the tagged union of all events."""
+"""The one codec for events: JSON via msgspec, decoded into the tagged union of all events.
+
+Events of the current schema decode directly. An event written under an older schema
+version is upcast: read as plain data, brought up to date by the upcasters registered for
+its type and version, then decoded. Events of a newer version decode as long as they only
+add fields (unknown fields are ignored); anything else is an error the fold records as an
+ignored event, in the live services and in replay alike.
+"""
+
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
-from allot.proto.events import AnyEvent, Event
+from allot.proto.events import SCHEMA_VERSION, AnyEvent, Event
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
+_plain = msgspec.json.Decoder()
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _admissions_per_node(event: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 to 2: ``{job_id, node_id, gpus}`` admissions get a list of placements."""
+    admissions = []
+    for admission in event.get("admissions", []):
+        upcast = {k: v for k, v in admission.items() if k not in ("node_id", "gpus")}
+        upcast["placements"] = [{"node_id": admission["node_id"], "gpus": admission["gpus"]}]
+        admissions.append(upcast)
+    return {**event, "admissions": admissions}
+
+
+# (event type, the version it upcasts from) -> the step to the next version
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("PlanComputed", 1): _admissions_per_node,
+}
 
 
 def encode(event: Event) -> bytes:
@@ -14,5 +43,23 @@ def encode(event: Event) -> bytes:
 
 def decode(data: bytes) -> Event:
     """Raises ``msgspec.DecodeError`` (or its subclass ``ValidationError``) on bad input."""
-    event: Event = _decoder.decode(data)
+    try:
+        event: Event = _decoder.decode(data)
+        return event
+    except msgspec.ValidationError:
+        plain = _plain.decode(data)
+        version = plain.get("meta", {}).get("v", 1) if isinstance(plain, dict) else None
+        if not isinstance(version, int) or version >= SCHEMA_VERSION:
+            raise
+        return upcast(plain, version)
+
+
+def upcast(plain: dict[str, Any], version: int) -> Event:
+    """An old event brought to the current schema, one version at a time."""
+    kind = plain.get("type", "")
+    for step in range(version, SCHEMA_VERSION):
+        upcaster = UPCASTERS.get((kind, step))
+        if upcaster is not None:
+            plain = upcaster(plain)
+    event: Event = msgspec.convert(plain, AnyEvent)
     return event

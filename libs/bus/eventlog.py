@@ -51,6 +51,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     error: str = ""
     headers: dict[str, str] = {}
     pending: int = 0  # messages after this one, as the server counted at delivery
+    data: bytes = b""  # the message as stored, for export
 
 
 def new_meta(producer: str, at: int) -> Meta:
@@ -123,6 +124,21 @@ class EventLog:
             raise
         return Appended(seq=ack.seq, duplicate=bool(ack.duplicate))
 
+    async def append_raw(
+        self, subject: str, data: bytes, headers: Mapping[str, str], expected_last_seq: int
+    ) -> int:
+        """Store a message exactly as given, as the stream's next one (``expected_last_seq``
+        guards that): how an exported log is imported with its sequences."""
+        guarded = {**headers, "Nats-Expected-Last-Sequence": str(expected_last_seq)}
+        guarded.pop("Nats-Msg-Id", None)  # an id reused in another era must not be dropped
+        try:
+            ack = await self.js.publish(subject, data, stream=self.settings.name, headers=guarded)
+        except APIError as error:
+            if error.err_code == WRONG_LAST_SEQUENCE:
+                raise Conflict(expected_last_seq, error.description or "") from error
+            raise
+        return int(ack.seq)
+
     async def last_seq(self) -> int:
         info = await self.js.stream_info(self.settings.name)
         return int(info.state.last_seq)
@@ -194,18 +210,26 @@ class EventLog:
 def to_record(msg: Msg) -> Record:
     meta = msg.metadata
     headers = {k: v for k, v in (msg.headers or {}).items() if isinstance(v, str)}
-    type_name = msg.subject.rsplit(".", 1)[-1]
+    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, meta.num_pending)
+
+
+def make_record(
+    seq: int, subject: str, data: bytes, headers: dict[str, str], pending: int = 0
+) -> Record:
+    """A record of the log, its event decoded (or why not), from wherever it was read."""
+    type_name = subject.rsplit(".", 1)[-1]
     try:
-        event: Event | None = decode(msg.data)
+        event: Event | None = decode(data)
         error = ""
     except msgspec.DecodeError as problem:
         event, error = None, f"undecodable {type_name}: {problem}"
     return Record(
-        seq=meta.sequence.stream,
-        subject=msg.subject,
+        seq=seq,
+        subject=subject,
         type=type_name,
         event=event,
         error=error,
         headers=headers,
-        pending=meta.num_pending,
+        pending=pending,
+        data=data,
     )

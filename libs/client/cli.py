@@ -246,6 +246,24 @@ async def cmd_budget_report(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_replay(args: argparse.Namespace) -> int:
+    from allot.client import replay
+
+    return await replay.cmd_replay(args, connect)
+
+
+async def cmd_log_export(args: argparse.Namespace) -> int:
+    from allot.client import replay
+
+    return await replay.cmd_log_export(args, connect)
+
+
+async def cmd_log_import(args: argparse.Namespace) -> int:
+    from allot.client import replay
+
+    return await replay.cmd_log_import(args, connect)
+
+
 async def cmd_log_tail(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
         records = await client.tail(args.n)
@@ -464,12 +482,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--window", type=duration, default="30d", help="the last DURATION (default 30d)"
     )
 
+    replay = add(
+        "replay",
+        cmd_replay,
+        "recompute every recorded plan (--verify), or show the cluster at a moment (--at)",
+    )
+    what = replay.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--verify", action="store_true", help="exit 1, with a diff, if any plan diverges"
+    )
+    what.add_argument("--at", metavar="SEQ|TIME", help="a sequence, or e.g. 2026-11-30T14:05Z")
+    replay.add_argument("--log", metavar="FILE", help="an exported log instead of the stream")
+
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)
     tail = log_sub.add_parser("tail", parents=[common], help="the last events of the log")
     tail.set_defaults(handler=cmd_log_tail)
     tail.add_argument("-n", type=int, default=20, help="how many events (default 20)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
+    export = log_sub.add_parser(
+        "export", parents=[common], help="write the log as JSON lines (.gz: compressed)"
+    )
+    export.set_defaults(handler=cmd_log_export)
+    export.add_argument("file")
+    load = log_sub.add_parser(
+        "import", parents=[common], help="load an exported log into an empty stream"
+    )
+    load.set_defaults(handler=cmd_log_import)
+    load.add_argument("file")
 
     bench_cmd = commands.add_parser("bench", help="benchmarks, reproducible from a seed")
     benches = bench_cmd.add_subparsers(dest="bench_name", required=True)

@@ -24,6 +24,7 @@ from allot.proto.events import (
     KillRequested,
     MaxWaitExceeded,
     PlanComputed,
+    PolicyAdopted,
     StopRequested,
 )
 
@@ -257,6 +258,10 @@ def _grace_too_short(state: State, seq: int, e: GraceTooShort) -> None:
     _job(state, e.job_id).grace_too_short_ns = e.measured_ns
 
 
+def _policy_adopted(state: State, seq: int, e: PolicyAdopted) -> None:
+    state.policies[e.policy_hash] = e.policy_json
+
+
 def _max_wait_exceeded(state: State, seq: int, e: MaxWaitExceeded) -> None:
     job = _job(state, e.job_id)
     if job.status != JobStatus.PENDING or job.attempts != e.attempt:
@@ -351,4 +356,5 @@ RULES: dict[type[Event], FoldRule] = {
     JobRequeued: _requeued,
     MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
+    PolicyAdopted: _policy_adopted,
 }

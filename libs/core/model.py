@@ -185,6 +185,7 @@ class State:
         # Waiting job -> GPUs kept for it while the jobs preempted for it stop.
         self.holds: dict[str, list[Placement]] = {}
         self.stopped: dict[str, None] = {}  # preempted jobs not yet requeued or ended
+        self.policies: dict[str, str] = {}  # policy hash -> its settings (JSON)
         self.fair_share_version = 0  # bumped whenever accounts or usage change
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them

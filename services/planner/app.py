@@ -14,12 +14,14 @@ import contextlib
 import gc
 import logging
 
+import msgspec
+
 from allot.bus.eventlog import Conflict, EventLog
 from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
 from allot.core.accounts import parse_duration
 from allot.core.fairshare import FairSharePolicy, StandingsMemo
 from allot.core.maxwait import overdue
-from allot.proto.events import MaxWaitExceeded, PlanComputed
+from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
 log = logging.getLogger("allot.planner")
@@ -48,6 +50,14 @@ class Planner:
         self._planning = asyncio.Lock()
 
     async def run(self) -> None:
+        adopted = PolicyAdopted(
+            meta=stamp("planner", self.clock),
+            name=self.policy.name,
+            policy_hash=self.policy_hash,
+            policy_json=msgspec.json.encode(self.policy).decode(),
+        )
+        # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
+        await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
         ticker = asyncio.create_task(self._tick())
         try:
             await follow_state(self.events, self.state, self.plan_once)

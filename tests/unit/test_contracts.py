@@ -7,7 +7,18 @@ import pytest
 
 from allot.bus.codec import decode, encode
 from allot.proto import schema
-from allot.proto.events import EVENT_TYPES, AnyEvent, Event, JobSpec, JobSubmitted
+from allot.proto.events import (
+    EVENT_TYPES,
+    Admission,
+    AnyEvent,
+    Event,
+    JobCancelRequested,
+    JobSpec,
+    JobSubmitted,
+    Meta,
+    Placement,
+    PlanComputed,
+)
 from allot.proto.subjects import subject_for
 from tests import builders as b
 
@@ -136,3 +147,25 @@ def test_the_core_and_the_contracts_stay_pure(package: str) -> None:
         for name in imports_of(path):
             hit = [f for f in FORBIDDEN if name == f or name.startswith(f + ".")]
             assert not hit, f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_a_version_1_plan_is_upcast_to_placements_and_newer_fields_are_ignored() -> None:
+    old = (
+        b'{"type":"PlanComputed","meta":{"id":"e1","at":5,"producer":"planner","v":1},'
+        b'"basis_seq":3,"now":5,"policy":"p","policy_hash":"h","code_version":"c",'
+        b'"admissions":[{"job_id":"j","node_id":"n1","gpus":[0,1],"funded":true}]}'
+    )
+    upcast = decode(old)
+    assert isinstance(upcast, PlanComputed)
+    assert upcast.admissions == [
+        Admission(job_id="j", placements=[Placement(node_id="n1", gpus=[0, 1])], funded=True)
+    ]
+    newer = (
+        b'{"type":"JobCancelRequested","meta":{"id":"e2","at":5,"producer":"x","v":9},'
+        b'"job_id":"j","reason":"r","asked_by":"someone"}'
+    )
+    assert decode(newer) == JobCancelRequested(
+        meta=Meta(id="e2", at=5, producer="x", v=9), job_id="j", reason="r"
+    )
+    with pytest.raises(msgspec.ValidationError):
+        decode(old.replace(b'"v":1', b'"v":2'))  # current version, old shape: no upcast

@@ -1,0 +1,133 @@
+"""``allot replay`` and ``allot log export|import``: the log as evidence."""
+
+import argparse
+import contextlib
+import datetime
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from allot.bus.eventlog import EventLog, Record
+from allot.client import render
+from allot.client.logfile import LogFileError, export_log, import_log, read_log
+from allot.core.fairshare import standings
+from allot.core.planner import DEFAULT_POLICY
+from allot.core.replay import state_at, verify
+from allot.proto.subjects import PLAN_EVENTS
+from allot.services.runtime import code_version
+
+
+async def all_records(events: EventLog) -> AsyncIterator[Record]:
+    """Every record of the stream, from the first to the last there is now."""
+    last = await events.last_seq()
+    if last == 0:
+        return
+    async with contextlib.aclosing(events.follow(1)) as records:
+        async for record in records:
+            yield record
+            if record.seq >= last:
+                return
+
+
+async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
+    try:
+        if args.log:
+            return _replay(args, lambda: read_log(Path(args.log)))
+        async with await connect(args) as client:
+            records = [r async for r in all_records(client.events)]
+        return _replay(args, lambda: iter(records))
+    except LogFileError as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
+
+
+def _replay(args: argparse.Namespace, records: Any) -> int:
+    if args.verify:
+        return _verify(args, records)
+    seq, at = _moment(args.at)
+    state, last = state_at(records(), seq=seq, at=at)
+    now = at if at is not None else last
+    ranked = standings(state, now, DEFAULT_POLICY.fair_share)
+    rows = render.queue_rows(state, now)
+    budgets = render.budget_rows(state, now, 7 * 24 * 3600 * 10**9)
+    view = {
+        "seq": state.seq,
+        "at": now,
+        "nodes": [render.node_view(n) for _, n in sorted(state.nodes.items())],
+        "jobs": [render.job_view(j) for j in state.jobs.values() if not j.status.terminal],
+        "queue": rows,
+        "ranks": {a: s.rank for a, s in sorted(ranked.items())},
+        "budgets": budgets,
+    }
+    text = "\n\n".join(
+        [
+            f"the cluster at sequence {state.seq} ({render.when(now)} UTC)",
+            render.nodes_table(state),
+            render.jobs_table([j for j in state.jobs.values() if not j.status.terminal]),
+            "queue:\n" + render.queue_table(rows),
+            "accounts:\n" + render.budget_table(budgets),
+        ]
+    )
+    if args.json:
+        print(json.dumps(view, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+    return 0
+
+
+def _moment(text: str | None) -> tuple[int | None, int | None]:
+    """``--at``: a sequence number, or an ISO 8601 time (UTC unless it says otherwise)."""
+    if text is None:
+        return None, None
+    if text.isdigit():
+        return int(text), None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SystemExit(
+            f"allot: --at {text!r}: give a sequence number or a time such as 2026-11-30T14:05:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return None, int(moment.timestamp() * 1e9)
+
+
+def _verify(args: argparse.Namespace, records: Any) -> int:
+    plans = (r for r in records() if r.subject.startswith(PLAN_EVENTS[:-1]))
+    result = verify(plans, records(), code_version())
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(result), indent=2, sort_keys=True))
+    else:
+        for divergence in result.divergences:
+            print(
+                f"DIVERGES at sequence {divergence.seq} (jobs: {', '.join(divergence.jobs) or '-'})"
+            )
+            for line in divergence.diff:
+                print(f"  {line}")
+        verdict = f"{len(result.divergences)} diverge" if result.divergences else "all match"
+        print(f"{result.events} events folded, {result.plans} plans recomputed: {verdict}")
+    return 1 if result.divergences else 0
+
+
+async def cmd_log_export(args: argparse.Namespace, connect: Any) -> int:
+    async with await connect(args) as client:
+        count = await export_log(all_records(client.events), Path(args.file))
+    print(f"{count} messages written to {args.file}", file=sys.stderr)
+    return 0
+
+
+async def cmd_log_import(args: argparse.Namespace, connect: Any) -> int:
+    async with await connect(args) as client:
+        try:
+            count = await import_log(Path(args.file), client.events)
+        except LogFileError as error:
+            print(f"allot: {error}; nothing was imported", file=sys.stderr)
+            return 2
+    print(f"{count} messages imported from {args.file}", file=sys.stderr)
+    return 0

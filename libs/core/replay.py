@@ -1,0 +1,149 @@
+"""Replay: prove every recorded decision from the log (R20).
+
+``verify`` folds the log from its first event and, whenever the fold reaches a plan's
+``basis_seq``, recomputes that plan with its recorded ``now`` and the policy its hash names
+(from ``PolicyAdopted``); when the fold then reaches the recorded plan, the two are
+compared field by field. It needs the plans before the fold (to know where each one's
+basis is), so it reads the log twice: the plan subject first, then everything.
+
+Verification stops at the first divergence: every later plan was made on a state that
+decision shaped, so later differences would only echo it.
+
+``state_at`` folds up to a sequence or a moment: the cluster as it was then.
+"""
+
+from collections.abc import Iterable
+
+import msgspec
+
+from allot.core.fairshare import StandingsMemo
+from allot.core.fold import LogRecord, apply_record
+from allot.core.model import State
+from allot.core.planner import DEFAULT_POLICY, Plan, Policy, plan, policy_hash
+from allot.proto.events import PlanComputed, PolicyAdopted
+
+
+class Divergence(msgspec.Struct, frozen=True, kw_only=True):
+    """A recorded plan that the current code, from the same basis, does not reproduce."""
+
+    seq: int
+    jobs: list[str]  # the jobs whose decisions differ
+    diff: list[str]  # readable lines: what was recorded, what was recomputed
+
+
+class Verification(msgspec.Struct, kw_only=True):
+    events: int = 0
+    plans: int = 0  # plans recomputed and compared
+    divergences: list[Divergence] = []
+    warnings: list[str] = []
+
+
+def verify(
+    plan_records: Iterable[LogRecord], records: Iterable[LogRecord], code_version: str
+) -> Verification:
+    """Recompute and compare every plan. ``plan_records``: the records of the plan subject
+    (or any superset); ``records``: the whole log, in order."""
+    result = Verification()
+    policies: dict[str, Policy] = {policy_hash(DEFAULT_POLICY): DEFAULT_POLICY}
+    by_basis: dict[int, list[tuple[int, PlanComputed]]] = {}
+    versions: set[str] = set()
+    for record in plan_records:
+        event = record.event
+        if isinstance(event, PolicyAdopted):
+            policies[event.policy_hash] = msgspec.json.decode(event.policy_json, type=Policy)
+        elif isinstance(event, PlanComputed):
+            by_basis.setdefault(event.basis_seq, []).append((record.seq, event))
+            versions.add(event.code_version)
+    result.warnings += [
+        f"plans were made by code version {v}; this is {code_version}: verifying anyway"
+        for v in sorted(versions - {code_version})
+    ]
+    unknown = sorted({p.policy_hash for ps in by_basis.values() for _, p in ps} - set(policies))
+    result.warnings += [
+        f"policy {h} is not in the log: those plans are verified with the default policy"
+        for h in unknown
+    ]
+    state, memo = State(), StandingsMemo()
+    expected: dict[int, tuple[PlanComputed, Plan]] = {}
+
+    def recompute(basis: int) -> None:
+        for seq, recorded in by_basis.pop(basis, []):
+            policy = policies.get(recorded.policy_hash, DEFAULT_POLICY)
+            expected[seq] = (recorded, plan(state, recorded.now, policy, memo))
+
+    recompute(0)
+    for record in records:
+        if record.seq in expected:
+            recorded, recomputed = expected.pop(record.seq)
+            result.plans += 1
+            divergence = compare(record.seq, recorded, recomputed)
+            if divergence is not None:
+                # What follows was folded from a different decision: it would diverge too,
+                # which says nothing more. The first divergence is the finding.
+                result.divergences.append(divergence)
+                return result
+        apply_record(state, record)
+        result.events += 1
+        recompute(record.seq)
+    for basis, stranded in sorted(by_basis.items()):
+        for seq, _ in stranded:
+            result.divergences.append(
+                Divergence(seq=seq, jobs=[], diff=[f"its basis {basis} is not in the log"])
+            )
+    return result
+
+
+def compare(seq: int, recorded: PlanComputed, recomputed: Plan) -> Divergence | None:
+    """The decisions that differ between a recorded plan and its recomputation."""
+    diff: list[str] = []
+    jobs: set[str] = set()
+    for field, key in (
+        ("admissions", "job_id"),
+        ("pending", "job_id"),
+        ("preemptions", "job_id"),
+        ("holds", "job_id"),
+        ("ranks", "account"),
+    ):
+        was = {getattr(item, key): item for item in getattr(recorded, field)}
+        now = {getattr(item, key): item for item in getattr(recomputed, field)}
+        for name in sorted(set(was) | set(now)):
+            if was.get(name) != now.get(name):
+                diff.append(
+                    f"{field} {name}: recorded {_show(was.get(name))}, "
+                    f"recomputed {_show(now.get(name))}"
+                )
+                if key == "job_id":
+                    jobs.add(name)
+        if [getattr(i, key) for i in getattr(recorded, field)] != [
+            getattr(i, key) for i in getattr(recomputed, field)
+        ] and not any(d.startswith(field) for d in diff):
+            diff.append(f"{field}: the same decisions in another order")
+    return Divergence(seq=seq, jobs=sorted(jobs), diff=diff) if diff else None
+
+
+def _show(item: object) -> str:
+    if item is None:
+        return "nothing"
+    builtins = msgspec.to_builtins(item)
+    if isinstance(builtins, dict):
+        builtins.pop("job_id", None)
+        builtins.pop("account", None)
+    return msgspec.json.encode(builtins).decode()
+
+
+def state_at(
+    records: Iterable[LogRecord], seq: int | None = None, at: int | None = None
+) -> tuple[State, int]:
+    """The state after the last event up to sequence ``seq`` or stamped no later than
+    ``at`` (UTC ns), and the time of that event; the records after it are not read."""
+    state, last = State(), 0
+    for record in records:
+        if seq is not None and record.seq > seq:
+            break
+        event = record.event
+        if at is not None and event is not None and event.meta.at > at:
+            break
+        apply_record(state, record)
+        if event is not None:
+            last = max(last, event.meta.at)
+    return state, last
