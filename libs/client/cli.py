@@ -17,9 +17,11 @@ import msgspec
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
+from allot.core import State, apply_record
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
+from allot.core.trail import trail
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
 from allot.proto.events import TIERS, TOPOLOGIES
 
@@ -122,12 +124,16 @@ async def cmd_queue(args: argparse.Namespace) -> int:
 
 async def cmd_explain(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
+        records = await client.events.read()
+    state = State()
+    for record in records:
+        apply_record(state, record)
     job = state.jobs.get(args.job)
     if job is None:
         print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
         return 1
     view = render.explain(state, job, time.time_ns())
+    view["trail"] = [msgspec.to_builtins(step) for step in trail(records, args.job)]
     emit(args, view, render.explain_text(view))
     return 0
 

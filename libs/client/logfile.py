@@ -16,7 +16,6 @@ import msgspec
 
 from allot.bus.eventlog import EventLog, Record, make_record
 
-
 _NULL = msgspec.Raw(b"null")
 
 

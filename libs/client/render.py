@@ -325,6 +325,15 @@ def explain_text(view: dict[str, Any]) -> str:
         lines.append(f"  admitted to {view['placements']}, {funded}")
     if "ended" in view:
         lines.append(f"  ended: {view['ended']} (exit code {view['exit_code']})")
+    if view.get("trail"):
+        lines.append("  trail:")
+        for step in view["trail"]:
+            span = ""
+            if step.get("until") is not None:
+                span = f" (for {(step['until'] - step['at']) / 1e9:.1f}s)"
+            lines.append(
+                f"    {when(step['at'])}  #{step['seq']:<6} {step['what']}: {step['text']}{span}"
+            )
     standing = view["account_standing"]
     if standing is not None:
         factor = (

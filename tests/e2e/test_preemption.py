@@ -86,6 +86,10 @@ async def test_an_interactive_job_preempts_training_which_resumes_to_the_same_re
     [preempted] = await events_of(client, train, JobPreempted)
     # Lost: at most the checkpoint interval (10 steps of 20 ms) and the stop, on 4 GPUs.
     assert 0 <= preempted.lost_gpu_ms < 4 * 2_000
+    story = cli(stack.url, "explain", train).stdout
+    for step in ("admitted: to node-1", "preempting: chosen to stop: TIER(for", "preempted: lost"):
+        assert step in story, story
+    assert story.index("preempted: lost") < story.index("requeued: preempted")
     submitted = (await events_of(client, notebook.job_id, JobSubmitted))[0].meta.at
     started = (await events_of(client, notebook.job_id, JobStarted))[0].meta.at
     print(

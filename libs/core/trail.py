@@ -1,0 +1,141 @@
+"""One job's whole story from the log: every plan that considered it and why it waited
+(each reason a span of time, until the next one), where and why it was admitted, its
+starts and exits, each preemption with its cost, each requeue, and how it ended."""
+
+from collections.abc import Iterable
+
+import msgspec
+
+from allot.core.fold import LogRecord
+from allot.proto.events import (
+    Event,
+    GraceTooShort,
+    JobCancelled,
+    JobCancelRequested,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobRejected,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    MaxWaitExceeded,
+    PendingReason,
+    PlanComputed,
+    StopRequested,
+)
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True):
+    at: int  # UTC ns
+    seq: int
+    what: str  # a stable word: submitted, waiting, admitted, started, preempting, ...
+    text: str
+    until: int | None = None  # for a waiting span: when the next step began
+
+
+def trail(records: Iterable[LogRecord], job_id: str) -> list[Step]:
+    steps: list[Step] = []
+    checkpoints = 0
+    for record in records:
+        event = record.event
+        if event is None:
+            continue
+        if isinstance(event, PlanComputed):
+            steps += _from_plan(record.seq, event, job_id)
+        elif getattr(event, "job_id", None) == job_id:
+            if isinstance(event, JobCheckpointed):
+                checkpoints += 1
+                if steps and steps[-1].what == "checkpointed":
+                    steps.pop()  # a run of checkpoints reads as its latest
+            step = _from_job_event(record.seq, event, checkpoints)
+            if step is not None:
+                steps.append(step)
+    # A reason holds until whatever came next.
+    return [
+        msgspec.structs.replace(step, until=steps[n + 1].at)
+        if step.what == "waiting" and n + 1 < len(steps)
+        else step
+        for n, step in enumerate(steps)
+    ]
+
+
+def _from_plan(seq: int, plan: PlanComputed, job_id: str) -> list[Step]:
+    steps = []
+    for reason in plan.pending:
+        if reason.job_id == job_id:
+            steps.append(Step(at=plan.now, seq=seq, what="waiting", text=_reason(reason)))
+    for admission in plan.admissions:
+        if admission.job_id == job_id:
+            where = " ".join(
+                f"{p.node_id}[{','.join(map(str, p.gpus))}]" for p in admission.placements
+            )
+            funded = "funded" if admission.funded else "unfunded"
+            steps.append(Step(at=plan.now, seq=seq, what="admitted", text=f"to {where}, {funded}"))
+    for preemption in plan.preemptions:
+        if preemption.job_id == job_id:
+            text = f"chosen to stop: {_reason(preemption)}"
+            steps.append(Step(at=plan.now, seq=seq, what="preempting", text=text))
+    for hold in plan.holds:
+        if hold.job_id == job_id and hold.placements:
+            text = "GPUs held for it while the jobs stopped for it end"
+            steps.append(Step(at=plan.now, seq=seq, what="held", text=text))
+    return steps
+
+
+def _reason(reason: PendingReason | object) -> str:
+    code = getattr(reason, "code", "")
+    params = getattr(reason, "params", {})
+    inside = ", ".join(f"{k} {v}" for k, v in sorted(params.items()))
+    return f"{code}({inside})" if inside else code
+
+
+def _from_job_event(seq: int, e: Event, checkpoints: int) -> Step | None:
+    at = e.meta.at
+    if isinstance(e, JobSubmitted):
+        spec = e.spec
+        shape = f"{spec.workers}x{spec.gpus}" if spec.workers > 1 else str(spec.gpus)
+        text = f"{shape} GPUs, {spec.tier}, account {spec.account}"
+        return Step(at=at, seq=seq, what="submitted", text=text)
+    if isinstance(e, JobStarted):
+        return Step(at=at, seq=seq, what="started", text=f"attempt {e.attempt} on {e.node_id}")
+    if isinstance(e, JobCheckpointed):
+        return Step(
+            at=at, seq=seq, what="checkpointed", text=f"checkpoint {e.step} ({checkpoints} seen)"
+        )
+    if isinstance(e, StopRequested):
+        text = f"{e.kind}: {e.reason}, grace {e.grace_ns / 1e9:g}s"
+        return Step(at=at, seq=seq, what="stop requested", text=text)
+    if isinstance(e, KillRequested):
+        return Step(at=at, seq=seq, what="killed", text=e.reason)
+    if isinstance(e, GraceTooShort):
+        text = f"needed {e.measured_ns / 1e9:.1f}s, its grace is {e.grace_ns / 1e9:g}s"
+        return Step(at=at, seq=seq, what="grace too short", text=text)
+    if isinstance(e, JobExited):
+        text = f"attempt {e.attempt} on {e.node_id}: exit {e.exit_code}" + (
+            f" ({e.reason})" if e.reason else ""
+        )
+        return Step(at=at, seq=seq, what="exited", text=text)
+    if isinstance(e, JobPreempted):
+        age = (
+            "no checkpoint"
+            if e.checkpoint_age_ns is None
+            else f"checkpoint {e.checkpoint_age_ns / 1e9:.1f}s old"
+        )
+        stopped = e.grace_used_ns / 1e9
+        text = f"lost {e.lost_gpu_ms / 1000:.1f} GPU-s ({age}), stopped in {stopped:.1f}s"
+        return Step(at=at, seq=seq, what="preempted", text=text)
+    if isinstance(e, JobRequeued):
+        return Step(at=at, seq=seq, what="requeued", text=e.reason)
+    if isinstance(e, MaxWaitExceeded):
+        target = e.max_wait_ns / 1e9
+        text = f"waited {e.waited_ns / 1e9:.0f}s, past {e.account}'s target of {target:.0f}s"
+        return Step(at=at, seq=seq, what="waited too long", text=text)
+    if isinstance(e, JobCancelRequested):
+        return Step(at=at, seq=seq, what="cancel requested", text=e.reason or "-")
+    if isinstance(e, JobCancelled):
+        return Step(at=at, seq=seq, what="cancelled", text="before it started")
+    if isinstance(e, JobRejected):
+        return Step(at=at, seq=seq, what="rejected", text=f"{e.field}: {e.message}")
+    return None
