@@ -7,15 +7,22 @@ from allot.core import DEFAULT_POLICY, JobStatus, State, apply, apply_record, pl
 from allot.proto.events import (
     BudgetGranted,
     Event,
+    GraceTooShort,
+    Hold,
     JobCancelled,
     JobCancelRequested,
+    JobCheckpointed,
     JobPreempted,
     JobRequeued,
     KillRequested,
     MaxWaitExceeded,
     NodeCordoned,
+    NodeDrained,
     NodeHealthChanged,
     NodeUncordoned,
+    Placement,
+    PolicyAdopted,
+    Preemption,
     StopRequested,
     UsageCharged,
 )
@@ -294,6 +301,61 @@ events = st.one_of(
         gpu_lists,
     ),
     st.builds(
+        lambda j, k, a: StopRequested(
+            meta=b.meta(), job_id=j, grace_ns=1, reason="r", kind=k, attempt=a
+        ),
+        st.sampled_from(JOBS),
+        st.sampled_from(["preempt", "max_runtime"]),
+        st.integers(0, 1),
+    ),
+    st.builds(
+        lambda j, a: KillRequested(meta=b.meta(), job_id=j, reason="r", attempt=a),
+        st.sampled_from(JOBS),
+        st.integers(0, 1),
+    ),
+    st.builds(
+        lambda j, n, c, t: msgspec.structs.replace(b.exited(j, n, c), stopped_in_ns=t),
+        st.sampled_from(JOBS),
+        st.sampled_from(NODES),
+        st.sampled_from([0, 1, None]),
+        st.one_of(st.none(), st.integers(0, 10)),
+    ),
+    st.builds(
+        lambda j, n, s: JobCheckpointed(meta=b.meta(), job_id=j, node_id=n, path="/c", step=s),
+        st.sampled_from(JOBS),
+        st.sampled_from(NODES),
+        st.one_of(st.none(), st.integers(1, 3)),
+    ),
+    st.builds(
+        lambda j, a: b.preempted(j, lost_gpu_ms=5, attempt=a),
+        st.sampled_from(JOBS),
+        st.integers(0, 1),
+    ),
+    st.builds(
+        lambda j: GraceTooShort(meta=b.meta(), job_id=j, grace_ns=1, measured_ns=2),
+        st.sampled_from(JOBS),
+    ),
+    st.builds(
+        lambda victim, waiting, g: msgspec.structs.replace(
+            b.plan(),
+            preemptions=[Preemption(job_id=victim, code="TIER", params={"for": waiting})],
+            holds=[Hold(job_id=waiting, placements=[Placement(node_id="n1", gpus=g)])],
+        ),
+        st.sampled_from(JOBS),
+        st.sampled_from(JOBS),
+        gpu_lists,
+    ),
+    st.builds(
+        lambda n, d: NodeCordoned(meta=b.meta(), node_id=n, drain=d),
+        st.sampled_from(NODES),
+        st.booleans(),
+    ),
+    st.builds(lambda n: NodeDrained(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
+    st.builds(
+        lambda h: PolicyAdopted(meta=b.meta(), name="p", policy_hash=h, policy_json="{}"),
+        st.sampled_from(["a", "b"]),
+    ),
+    st.builds(
         lambda j, a: MaxWaitExceeded(
             meta=b.meta(), job_id=j, account="lab", attempt=a, waited_ns=2, max_wait_ns=1
         ),
@@ -368,6 +430,8 @@ def test_any_event_sequence_folds_and_replays_from_the_wire_identically(
             assert index in job.placements[node.node_id]
     for job in first.jobs.values():
         assert (job.job_id in first.pending) == (job.status == JobStatus.PENDING)
+        assert (job.job_id in first.stopped) == (job.status == JobStatus.PREEMPTED)
+    assert set(first.holds) <= set(first.pending)
 
 
 @given(st.lists(events, max_size=30))
