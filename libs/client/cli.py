@@ -322,6 +322,12 @@ async def cmd_bench_planner(args: argparse.Namespace) -> int:
     return bench_planner(args)
 
 
+async def cmd_bench_replay(args: argparse.Namespace) -> int:
+    from allot.client.bench_replay import bench_replay
+
+    return bench_replay(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -537,6 +543,10 @@ def build_parser() -> argparse.ArgumentParser:
     ledger.add_argument("--teams", type=int, default=64, help="leaf accounts")
     ledger.add_argument("--seed", type=int, default=1)
     ledger.add_argument("--repeat", type=int, default=3)
+
+    replay_bench = add_bench("replay", cmd_bench_replay, "fold and verify a long seeded log")
+    replay_bench.add_argument("--events", type=int, default=1_000_000)
+    replay_bench.add_argument("--seed", type=int, default=1)
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")

@@ -59,8 +59,10 @@ async def export_log(records: AsyncIterable[Record], path: Path) -> int:
     return count
 
 
-def read_log(path: Path) -> Iterator[Record]:
-    """The records of an exported log, in file order, decoded as the services decode them."""
+def read_log(path: Path, subject_prefix: str = "") -> Iterator[Record]:
+    """The records of an exported log, in file order, decoded as the services decode them;
+    with ``subject_prefix``, only those whose subject starts with it (the rest are skipped
+    without decoding their events)."""
     try:
         with _open(path, "rb") as lines:
             for number, text in enumerate(lines, start=1):
@@ -70,6 +72,8 @@ def read_log(path: Path) -> Iterator[Record]:
                     line = _line_decoder.decode(text)
                 except msgspec.DecodeError as error:
                     raise LogFileError(f"{path}:{number}: not a log line ({error})") from None
+                if not line.subject.startswith(subject_prefix):
+                    continue
                 if line.data_b64 is not None:
                     data = base64.b64decode(line.data_b64)
                 else:

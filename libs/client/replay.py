@@ -36,10 +36,10 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda: read_log(Path(args.log)))
+            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix))
         async with await connect(args) as client:
             records = [r async for r in all_records(client.events)]
-        return _replay(args, lambda: iter(records))
+        return _replay(args, lambda prefix="": (r for r in records if r.subject.startswith(prefix)))
     except LogFileError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -97,8 +97,7 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
 
 
 def _verify(args: argparse.Namespace, records: Any) -> int:
-    plans = (r for r in records() if r.subject.startswith(PLAN_EVENTS[:-1]))
-    result = verify(plans, records(), code_version())
+    result = verify(records(PLAN_EVENTS[:-1]), records(), code_version())
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:

@@ -302,6 +302,8 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             state.holds.pop(hold.job_id, None)  # let go: nothing is being stopped for it
         elif hold.job_id not in state.pending:
             state.note_ignored(seq, "PlanComputed.hold", f"{hold.job_id}: not waiting")
+        elif not all(_on_node(state, p.node_id, p.gpus) for p in hold.placements):
+            state.note_ignored(seq, "PlanComputed.hold", f"{hold.job_id}: no such GPUs")
         else:
             state.holds[hold.job_id] = list(hold.placements)
     for reason in e.pending:
@@ -309,6 +311,11 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         if waiting is not None and waiting.status == JobStatus.PENDING:
             waiting.reason = reason
     state.last_plan_seq = seq
+
+
+def _on_node(state: State, node_id: str, gpus: list[int]) -> bool:
+    node = state.nodes.get(node_id)
+    return node is not None and set(gpus) <= {g.index for g in node.gpus}
 
 
 def _admission_problem(state: State, a: Admission) -> str:

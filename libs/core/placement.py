@@ -116,6 +116,8 @@ class Capacity:
             return
         self._unindex(space)
         for index in gpus:
+            if index not in space.home:
+                continue  # not a GPU of this node (any more): nothing to give back
             island = space.islands[space.home[index]]
             if index not in island:
                 bisect.insort(island, index)

@@ -462,8 +462,8 @@ class _Cycle:
             a for a, s in self.ranked.items() if s.level_factor is not None and s.level_factor < 1
         )
         chosen_victims: set[str] = set()
-        running = stoppable_jobs(self.state, self.now, restart_ms)
-        tries = self.policy.preemptors_per_cycle
+        running = stoppable_jobs(self.state, self.now, restart_ms, self.policy.time_slice_ns)
+        tries = self.policy.preemptors_per_cycle if running.jobs else 0
         for n, waiting in enumerate(self.waiting):
             job = self.state.jobs[waiting.reason.job_id]
             if tries == 0:
@@ -473,9 +473,12 @@ class _Cycle:
             if job.job_id in self.state.holds or job.spec.account in self.exhausted:
                 continue
             spec, standing = job.spec, self.ranked.get(job.spec.account)
-            grounds = Grounds(
-                funded=fund(self.state, spec, self.now, dict(self.budget_reserved)),
-                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus),
+            reserved = dict(self.budget_reserved)
+            grounds = Grounds(  # the dearer grounds only where some running job could meet them
+                funded=running.any_unfunded and fund(self.state, spec, self.now, reserved),
+                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus)
+                if self.quotas.active
+                else frozenset(),
                 under_share=standing is None
                 or standing.level_factor is None
                 or standing.level_factor >= 1,
@@ -495,12 +498,12 @@ class _Cycle:
             for held in own.held if own else []:  # what is held for it is its to use
                 self.capacity.give(held.node_id, held.gpus)
             found = choose(self.capacity, spec, models, [victim for victim, _ in owed])
+            for held in own.held if own else []:
+                # Held still, for this cycle: jobs behind it were told so (RESERVED_FOR).
+                # Next cycle the hold alone speaks for it.
+                self.capacity.take(held.node_id, held.gpus)
             if found is None:
-                for held in own.held if own else []:
-                    self.capacity.take(held.node_id, held.gpus)
                 continue
-            if own is not None:
-                self.reservation = None  # the hold below replaces it
             victims, placements = found
             code_of = {victim.job_id: code for victim, code in owed}
             for victim in victims:

@@ -234,22 +234,38 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
     time_slice_ns: int | None  # how long a job runs before fair share may stop it
 
 
+class Stoppable(msgspec.Struct, kw_only=True):
+    """The running jobs that may be stopped now, with their cost, by job id; and what
+    grounds could apply to any of them, so a waiting job with none skips the scan."""
+
+    jobs: list[tuple[JobRecord, Victim]]
+    lowest_tier: int  # the least urgent tier among them (an index into TIERS), -1: none
+    any_unfunded: bool
+    sliceable: frozenset[str]  # accounts with a resumable job past the time slice
+
+
 def stoppable_jobs(
-    state: State, now: int, restart_overhead_ms: int
-) -> list[tuple[JobRecord, Victim]]:
-    """Every running job that may be stopped now, with its cost, by job id: computed once
-    per cycle, then filtered for each waiting job by what it is owed."""
-    found = []
+    state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
+) -> Stoppable:
+    """Computed once per cycle, then filtered for each waiting job by what it is owed."""
+    jobs, lowest, unfunded, sliceable = [], -1, False, set()
     for job_id in sorted({j for node in state.nodes.values() for j in node.allocated.values()}):
         job = state.jobs[job_id]
-        if stoppable(job, now):
-            cost = cost_of(job, now, restart_overhead_ms)
-            found.append((job, Victim(job_id=job_id, placements=job.placements, cost=cost)))
-    return found
+        if not stoppable(job, now):
+            continue
+        cost = cost_of(job, now, restart_overhead_ms)
+        jobs.append((job, Victim(job_id=job_id, placements=job.placements, cost=cost)))
+        lowest = max(lowest, _TIER_RANK[job.spec.tier])
+        unfunded = unfunded or not job.funded
+        if time_slice_ns is not None and _past_slice(job, now, time_slice_ns):
+            sliceable.add(job.spec.account)
+    return Stoppable(
+        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliceable=frozenset(sliceable)
+    )
 
 
 def candidates(
-    stoppable: list[tuple[JobRecord, Victim]],
+    stoppable: Stoppable,
     waiting: JobSpec,
     grounds: Grounds,
     now: int,
@@ -257,13 +273,29 @@ def candidates(
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with the first ground that allows
     it, by job id."""
+    possible = (
+        _TIER_RANK[waiting.tier] < stoppable.lowest_tier
+        or (grounds.funded and stoppable.any_unfunded)
+        or bool(grounds.reclaims_from)
+        or (grounds.under_share and bool(stoppable.sliceable & grounds.over_share))
+    )
+    if not possible:
+        return []
     found = []
-    for job, victim in stoppable:
+    for job, victim in stoppable.jobs:
         if job.job_id not in exclude:
             code = _ground(job, waiting, grounds, now)
             if code is not None:
                 found.append((victim, code))
     return found
+
+
+def _past_slice(job: JobRecord, now: int, slice_ns: int) -> bool:
+    return (
+        job.spec.resumable
+        and job.started_at is not None
+        and now - job.started_at >= max(slice_ns, job.spec.min_runtime_ns)
+    )
 
 
 def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str | None:
@@ -273,16 +305,16 @@ def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str
         return TIER
     if grounds.funded and not job.funded:
         return FUNDED
-    if any(a in grounds.reclaims_from for a in ancestry(job.spec.account)):
+    if grounds.reclaims_from and any(
+        a in grounds.reclaims_from for a in ancestry(job.spec.account)
+    ):
         return RECLAIM
     slice_ns = grounds.time_slice_ns
     if (
         slice_ns is not None
         and grounds.under_share
-        and job.spec.resumable
         and job.spec.account in grounds.over_share
-        and job.started_at is not None
-        and now - job.started_at >= max(slice_ns, job.spec.min_runtime_ns)
+        and _past_slice(job, now, slice_ns)
     ):
         return FAIR_SHARE
     return None

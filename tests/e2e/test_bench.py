@@ -53,3 +53,15 @@ def test_the_planner_benchmark_is_reproducible_from_its_seed() -> None:
         assert 0 < r["cycle_ms_p50"] <= r["cycle_ms_p99"]
         assert sum(r["reasons"].values()) + r["admitted"] == r["pending"]
     assert first["gpus"] == 320
+
+
+def test_the_replay_benchmark_verifies_its_seeded_history() -> None:
+    first = run("bench", "replay", "--events", "3000", "--seed", "2")
+    again = run("bench", "replay", "--events", "3000", "--seed", "2")
+    assert first["divergences"] == 0
+    assert first["warnings"] == []
+    assert (first["events"], first["plans"]) == (again["events"], again["plans"])
+    assert isinstance(first["plans"], int)
+    assert first["plans"] > 10
+    assert isinstance(first["events"], int)
+    assert first["events"] >= 3000

@@ -220,7 +220,7 @@ def test_the_job_holding_the_reservation_may_still_preempt_for_it() -> None:
     )
     decided = plan(state, NOW, DEFAULT_POLICY)
     assert [p.job_id for p in decided.preemptions] == ["v"]
-    assert decided.reservation is None  # the hold replaced it
+    assert [h.job_id for h in decided.holds] == ["nb"]  # from the next cycle on, instead
 
 
 def test_funding_never_stops_a_job_of_a_higher_tier() -> None:
