@@ -48,10 +48,15 @@ def decode(data: bytes) -> Event:
         return event
     except msgspec.ValidationError:
         plain = _plain.decode(data)
-        version = plain.get("meta", {}).get("v", 1) if isinstance(plain, dict) else None
+        meta = plain.get("meta") if isinstance(plain, dict) else None
+        version = meta.get("v", 1) if isinstance(meta, dict) else None
         if not isinstance(version, int) or version >= SCHEMA_VERSION:
             raise
-        return upcast(plain, version)
+        try:
+            return upcast(plain, version)
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            problem = f"cannot upcast from version {version}: {error!r}"
+            raise msgspec.ValidationError(problem) from None
 
 
 def upcast(plain: dict[str, Any], version: int) -> Event:

@@ -1,13 +1,17 @@
 """Exported logs: JSON lines, one message each, gzip-compressed when the name ends in .gz.
 
 Each line: ``{"seq": 12, "subject": "allot.evt.job.j-1.JobSubmitted", "headers": {...},
-"event": {...}}``. A message that is not JSON keeps its bytes as ``data_b64``. Importing
-into an empty stream reproduces the same sequences, so a log attached to a bug report
-replays on another machine exactly as it did on the cluster.
+"event": {...}}``. A message that is not JSON (or spans lines) keeps its bytes as
+``data_b64``. Importing into an empty stream reproduces the same sequences, subjects and
+message bytes, so a log attached to a bug report replays on another machine exactly as it
+did on the cluster; of the headers, the message id is dropped (an id reused long ago must
+not be deduplicated away) and the expected last sequence is set to place each message.
 """
 
 import base64
+import binascii
 import gzip
+import zlib
 from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -51,8 +55,12 @@ async def export_log(records: AsyncIterable[Record], path: Path) -> int:
             line = Line(seq=record.seq, subject=record.subject, headers=record.headers)
             try:
                 _json_check.decode(record.data)
-                line.event = msgspec.Raw(record.data)
+                readable = b"\n" not in record.data and b"\r" not in record.data
             except msgspec.DecodeError:
+                readable = False
+            if readable:
+                line.event = msgspec.Raw(record.data)
+            else:  # not JSON, or JSON that would break the line
                 line.data_b64 = base64.b64encode(record.data).decode()
             out.write(_encoder.encode(line) + b"\n")
             count += 1
@@ -75,12 +83,26 @@ def read_log(path: Path, subject_prefix: str = "") -> Iterator[Record]:
                 if not line.subject.startswith(subject_prefix):
                     continue
                 if line.data_b64 is not None:
-                    data = base64.b64decode(line.data_b64)
+                    try:
+                        data = base64.b64decode(line.data_b64, validate=True)
+                    except binascii.Error as error:
+                        raise LogFileError(f"{path}:{number}: data_b64: {error}") from None
                 else:
                     data = bytes(line.event)
                 yield make_record(line.seq, line.subject, data, line.headers)
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise LogFileError(f"{path}: {error}") from None
+
+
+def _matches(subject: str, pattern: str) -> bool:
+    """NATS subject matching: ``*`` one token, ``>`` the rest."""
+    tokens, wanted = subject.split("."), pattern.split(".")
+    for n, want in enumerate(wanted):
+        if want == ">":
+            return len(tokens) > n
+        if n >= len(tokens) or (want != "*" and want != tokens[n]):
+            return False
+    return len(tokens) == len(wanted)
 
 
 async def import_log(path: Path, events: EventLog) -> int:
@@ -90,12 +112,20 @@ async def import_log(path: Path, events: EventLog) -> int:
     if await events.last_seq() != 0:
         raise LogFileError("the stream is not empty: import needs an empty one")
     previous = 0
+    settings = events.settings
     for record in read_log(path):
         if record.seq != previous + 1:
             raise LogFileError(
                 f"{path}: sequence {record.seq} follows {previous}; "
                 "only a whole log from sequence 1, without gaps, can be imported"
             )
+        if not any(_matches(record.subject, s) for s in settings.subjects):
+            raise LogFileError(
+                f"{path}: sequence {record.seq}: subject {record.subject!r} "
+                f"is not one of the stream's ({', '.join(settings.subjects)})"
+            )
+        if len(record.data) > settings.max_msg_size:
+            raise LogFileError(f"{path}: sequence {record.seq} is larger than the stream takes")
         previous = record.seq
     for record in read_log(path):
         await events.append_raw(record.subject, record.data, record.headers, record.seq - 1)

@@ -50,8 +50,12 @@ def verify(
     for record in plan_records:
         event = record.event
         if isinstance(event, PolicyAdopted):
-            policies[event.policy_hash] = msgspec.json.decode(event.policy_json, type=Policy)
-        elif isinstance(event, PlanComputed):
+            adopted = _policy(event)
+            if adopted is None:
+                result.warnings.append(f"policy {event.policy_hash} at {record.seq} is unreadable")
+            else:
+                policies[event.policy_hash] = adopted
+        elif isinstance(event, PlanComputed) and event.basis_seq < record.seq:
             by_basis.setdefault(event.basis_seq, []).append((record.seq, event))
             versions.add(event.code_version)
     result.warnings += [
@@ -73,15 +77,21 @@ def verify(
 
     recompute(0)
     for record in records:
+        divergence = None
         if record.seq in expected:
             recorded, recomputed = expected.pop(record.seq)
             result.plans += 1
             divergence = compare(record.seq, recorded, recomputed)
-            if divergence is not None:
-                # What follows was folded from a different decision: it would diverge too,
-                # which says nothing more. The first divergence is the finding.
-                result.divergences.append(divergence)
-                return result
+        elif record.type == _PLAN:
+            # Unreadable, not found by the first pass, or based on what came after it:
+            # a decision that cannot be checked is not a proven one.
+            why = record.error or f"a plan the log cannot justify (basis {_basis(record)})"
+            divergence = Divergence(seq=record.seq, jobs=[], diff=[why])
+        if divergence is not None:
+            # What follows was folded from a different decision: it would diverge too,
+            # which says nothing more. The first divergence is the finding.
+            result.divergences.append(divergence)
+            return result
         apply_record(state, record)
         result.events += 1
         recompute(record.seq)
@@ -91,6 +101,23 @@ def verify(
                 Divergence(seq=seq, jobs=[], diff=[f"its basis {basis} is not in the log"])
             )
     return result
+
+
+_PLAN = str(PlanComputed.__struct_config__.tag)
+
+
+def _basis(record: LogRecord) -> str:
+    event = record.event
+    return str(event.basis_seq) if isinstance(event, PlanComputed) else "unknown"
+
+
+def _policy(event: PolicyAdopted) -> Policy | None:
+    """The policy a planner adopted, if its settings are readable and match its hash."""
+    try:
+        policy = msgspec.json.decode(event.policy_json, type=Policy)
+    except msgspec.DecodeError:
+        return None
+    return policy if policy_hash(policy) == event.policy_hash else None
 
 
 def compare(seq: int, recorded: PlanComputed, recomputed: Plan) -> Divergence | None:

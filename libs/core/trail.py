@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 import msgspec
 
-from allot.core.fold import LogRecord
+from allot.core.fold import LogRecord, apply_record
+from allot.core.model import JobRecord, State
 from allot.proto.events import (
     Event,
     GraceTooShort,
@@ -36,15 +37,23 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def trail(records: Iterable[LogRecord], job_id: str) -> list[Step]:
+    """The steps, as the fold took them: a decision the fold ignored is no step."""
     steps: list[Step] = []
     checkpoints = 0
+    state = State()
     for record in records:
         event = record.event
+        ignored = state.ignored_count
+        job = state.jobs.get(job_id)
+        was_pending = job is not None and job_id in state.pending
+        apply_record(state, record)
         if event is None:
             continue
         if isinstance(event, PlanComputed):
-            steps += _from_plan(record.seq, event, job_id)
-        elif getattr(event, "job_id", None) == job_id:
+            job = state.jobs.get(job_id)
+            admitted = was_pending and job is not None and job_id not in state.pending
+            steps += _from_plan(record.seq, event, job, was_pending, admitted)
+        elif getattr(event, "job_id", None) == job_id and state.ignored_count == ignored:
             if isinstance(event, JobCheckpointed):
                 checkpoints += 1
                 if steps and steps[-1].what == "checkpointed":
@@ -61,24 +70,30 @@ def trail(records: Iterable[LogRecord], job_id: str) -> list[Step]:
     ]
 
 
-def _from_plan(seq: int, plan: PlanComputed, job_id: str) -> list[Step]:
-    steps = []
+def _from_plan(
+    seq: int, plan: PlanComputed, job: JobRecord | None, was_pending: bool, admitted: bool
+) -> list[Step]:
+    """What this plan, as the fold took it, decided about the job."""
+    steps: list[Step] = []
+    if job is None:
+        return steps
+    job_id = job.job_id
     for reason in plan.pending:
-        if reason.job_id == job_id:
+        if reason.job_id == job_id and was_pending:
             steps.append(Step(at=plan.now, seq=seq, what="waiting", text=_reason(reason)))
     for admission in plan.admissions:
-        if admission.job_id == job_id:
+        if admission.job_id == job_id and admitted:
             where = " ".join(
                 f"{p.node_id}[{','.join(map(str, p.gpus))}]" for p in admission.placements
             )
             funded = "funded" if admission.funded else "unfunded"
             steps.append(Step(at=plan.now, seq=seq, what="admitted", text=f"to {where}, {funded}"))
     for preemption in plan.preemptions:
-        if preemption.job_id == job_id:
+        if preemption.job_id == job_id and job.preemption == preemption:
             text = f"chosen to stop: {_reason(preemption)}"
             steps.append(Step(at=plan.now, seq=seq, what="preempting", text=text))
     for hold in plan.holds:
-        if hold.job_id == job_id and hold.placements:
+        if hold.job_id == job_id and hold.placements and was_pending:
             text = "GPUs held for it while the jobs stopped for it end"
             steps.append(Step(at=plan.now, seq=seq, what="held", text=text))
     return steps

@@ -9,6 +9,7 @@ from allot.proto.events import (
     Event,
     JobCheckpointed,
     JobRequeued,
+    NodeCordoned,
     PendingReason,
     Preemption,
     StopRequested,
@@ -33,6 +34,7 @@ def test_the_trail_tells_the_whole_story_in_order() -> None:
     )
     steps = trail(
         as_records(
+            b.node("n1", 4),
             b.submitted("j", 4, at=S, resumable=True),
             b.submitted("other", 1),
             waits,
@@ -58,3 +60,11 @@ def test_the_trail_tells_the_whole_story_in_order() -> None:
     assert steps[4].text == "checkpoint 2 (2 seen)"  # a run of checkpoints reads as its latest
     assert steps[5].text == "chosen to stop: TIER(for nb)"
     assert steps[8].text.startswith("lost 4.0 GPU-s")
+
+
+def test_a_decision_the_fold_ignored_is_no_step() -> None:
+    cordoned = NodeCordoned(meta=b.meta(), node_id="n1")
+    steps = trail(
+        as_records(b.node("n1", 1), b.submitted("j"), cordoned, b.plan(("j", "n1", [0]))), "j"
+    )
+    assert [s.what for s in steps] == ["submitted"]

@@ -1,0 +1,98 @@
+"""Replay on a seeded history: clean logs verify; corrupt or unjustified plans do not."""
+
+import json
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from allot.bus.codec import decode
+from allot.client.bench_replay import write_history
+from allot.client.logfile import LogFileError, read_log
+from allot.core.replay import verify
+from allot.proto.subjects import PLAN_EVENTS
+from allot.services.runtime import code_version
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    path = tmp_path_factory.mktemp("replay") / "history.jsonl"
+    write_history(path, 3000, seed=4)
+    return path.read_text().splitlines()
+
+
+def verified(lines: list[str], tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return verify(read_log(path, PLAN_EVENTS[:-1]), read_log(path), code_version())
+
+
+def admitting_plan(lines: list[str]) -> int:
+    return next(n for n, line in enumerate(lines) if '"admissions":[{' in line)
+
+
+def test_a_clean_history_verifies(history: list[str], tmp_path: Path) -> None:
+    result = verified(history, tmp_path)
+    assert result.divergences == []
+    assert result.warnings == []
+    assert result.plans == sum('"type":"PlanComputed"' in line for line in history)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda e: e["admissions"][0].update(funded="yes"), "undecodable PlanComputed"),
+        (lambda e: e.update(basis_seq=10**6), "a plan the log cannot justify"),
+        (lambda e: e["admissions"][0].update(funded=True), "admissions"),
+        (lambda e: e.update(now=e["now"] + 7 * 10**9), ""),
+    ],
+)
+def test_a_changed_plan_fails_at_its_sequence(
+    history: list[str], tmp_path: Path, change: object, reason: str
+) -> None:
+    lines = list(history)
+    n = admitting_plan(lines)
+    line = json.loads(lines[n])
+    change(line["event"])  # type: ignore[operator]
+    lines[n] = json.dumps(line)
+    result = verified(lines, tmp_path)
+    if not reason:  # a plan made at another moment may decide the same: that is no proof
+        assert [d.seq for d in result.divergences] in ([], [line["seq"]])
+        return
+    assert [d.seq for d in result.divergences] == [line["seq"]]
+    assert reason in result.divergences[0].diff[0]
+
+
+def test_a_policy_whose_settings_do_not_match_its_hash_is_not_used(
+    history: list[str], tmp_path: Path
+) -> None:
+    lines = list(history)
+    n = next(i for i, line in enumerate(lines) if "PolicyAdopted" in line)
+    line = json.loads(lines[n])
+    line["event"]["policy_json"] = line["event"]["policy_json"].replace(
+        '"backfill":true', '"backfill":false'
+    )
+    lines[n] = json.dumps(line)
+    result = verified(lines, tmp_path)
+    assert any("unreadable" in w for w in result.warnings)
+
+
+def test_a_malformed_old_event_is_a_decode_error_not_a_crash() -> None:
+    for admissions in (b"null", b'[{"job_id":"j"}]'):
+        old = (
+            b'{"type":"PlanComputed","meta":{"id":"e","at":1,"producer":"p","v":1},'
+            b'"basis_seq":0,"now":1,"policy":"p","policy_hash":"h","code_version":"c",'
+            b'"admissions":' + admissions + b"}"
+        )
+        with pytest.raises(msgspec.DecodeError):
+            decode(old)
+
+
+def test_bad_files_are_named_errors(tmp_path: Path) -> None:
+    (tmp_path / "b64.jsonl").write_text('{"seq":1,"subject":"allot.evt.x","data_b64":"abc"}\n')
+    with pytest.raises(LogFileError, match=re.escape("b64.jsonl:1: data_b64")):
+        list(read_log(tmp_path / "b64.jsonl"))
+    (tmp_path / "broken.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 10)
+    with pytest.raises(LogFileError, match=re.escape("broken.jsonl.gz")):
+        list(read_log(tmp_path / "broken.jsonl.gz"))
