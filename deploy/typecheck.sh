@@ -18,6 +18,7 @@ ln -s ../../../libs/core "$tree/core"
 ln -s ../../../libs/bus "$tree/bus"
 ln -s ../../../libs/client "$tree/client"
 ln -s ../../../libs/workload "$tree/workload"
+ln -s ../../../libs/sim "$tree/sim"
 ln -s ../../../services "$tree/services"
 
 exec .venv/bin/mypy "$@" "$tree"

@@ -1,0 +1,1 @@
+"""Simulation before rollout: traces, the same core decisions on a virtual clock, metrics."""

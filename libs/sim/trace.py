@@ -1,0 +1,215 @@
+"""Workload traces for the simulator, in one canonical form.
+
+Canonical CSV, one job per row, with a header::
+
+    job_id,submit_s,duration_s,gpus,account[,tier,resumable,min_runtime_s,max_runtime_s,
+    checkpoint_interval_s,workers]
+
+``submit_s`` counts from the trace's start; ``gpus`` is per worker. The optional columns may
+be left out or left empty; what a trace lacks is filled by a ``Fill`` policy, seeded and
+printed with the results, because a simulation is only as honest as what it assumes:
+
+- ``tier``: jobs of at most ``debug_gpus`` GPUs that run at most ``debug_s`` are
+  interactive (debugging, notebooks); the rest batch.
+- ``resumable``: a seeded share of the batch jobs checkpoint, every
+  ``checkpoint_interval_s``.
+- ``max_runtime_s``: the duration rounded up to whole hours, as users declare it.
+
+Loaders: ``canonical``, ``philly`` (Microsoft Philly as processed for Pollux: submit time,
+duration, GPUs, virtual cluster as the account) and ``alibaba`` (the 2023 GPU-sharing pods:
+creation and deletion times, whole GPUs, QoS ``BE`` as best-effort; pods without a
+deletion time are left out).
+"""
+
+import csv
+import datetime
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+HOUR_S = 3600
+
+
+class TraceJob(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    submit_s: float
+    duration_s: float
+    gpus: int
+    account: str
+    tier: str | None = None
+    resumable: bool | None = None
+    min_runtime_s: float | None = None
+    max_runtime_s: float | None = None
+    checkpoint_interval_s: float | None = None
+    workers: int = 1
+
+
+class Fill(msgspec.Struct, frozen=True, kw_only=True):
+    """How columns a trace lacks are filled; seeded, and shown with every result."""
+
+    seed: int = 1
+    debug_gpus: int = 2
+    debug_s: float = 15 * 60
+    resumable_share: float = 0.6
+    checkpoint_interval_s: float = 30 * 60
+
+    def describe(self) -> str:
+        return (
+            f"filled (seed {self.seed}): jobs of <= {self.debug_gpus} GPUs running <= "
+            f"{self.debug_s / 60:g} min are interactive; {self.resumable_share:.0%} of batch "
+            f"jobs resumable, checkpointing every {self.checkpoint_interval_s / 60:g} min; "
+            f"max_runtime = duration rounded up to the hour"
+        )
+
+
+class TraceError(Exception):
+    """A trace that cannot be read; the message names the file, the row and the field."""
+
+
+def filled(jobs: Iterable[TraceJob], fill: Fill) -> list[TraceJob]:
+    """The jobs sorted by submission (then id), every optional column given a value."""
+    rng = random.Random(fill.seed)
+    out = []
+    for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
+        debug = job.gpus * job.workers <= fill.debug_gpus and job.duration_s <= fill.debug_s
+        tier = job.tier or ("interactive" if debug else "batch")
+        draw = rng.random()  # drawn for every job, so one column's fill leaves others alone
+        resumable = (
+            job.resumable
+            if job.resumable is not None
+            else (tier != "interactive" and draw < fill.resumable_share)
+        )
+        hours = max(1, -(-int(job.duration_s) // HOUR_S))
+        out.append(
+            msgspec.structs.replace(
+                job,
+                tier=tier,
+                resumable=resumable,
+                min_runtime_s=job.min_runtime_s if job.min_runtime_s is not None else 0.0,
+                max_runtime_s=job.max_runtime_s or float(hours * HOUR_S),
+                checkpoint_interval_s=job.checkpoint_interval_s
+                or (fill.checkpoint_interval_s if resumable else None),
+            )
+        )
+    return out
+
+
+def load(path: Path, fmt: str) -> list[TraceJob]:
+    loaders = {"canonical": read_canonical, "philly": read_philly, "alibaba": read_alibaba}
+    if fmt not in loaders:
+        raise TraceError(f"--format {fmt!r}: one of {', '.join(sorted(loaders))}")
+    return loaders[fmt](path)
+
+
+def _rows(path: Path, required: set[str]) -> Iterable[tuple[int, dict[str, str]]]:
+    try:
+        with open(path, newline="") as file:
+            reader = csv.DictReader(file)
+            missing = required - set(reader.fieldnames or [])
+            if missing:
+                raise TraceError(f"{path}: missing columns {', '.join(sorted(missing))}")
+            for number, row in enumerate(reader, start=2):
+                if any((v or "").strip() for v in row.values()):
+                    yield number, row
+    except OSError as error:
+        raise TraceError(f"{path}: {error}") from None
+
+
+def _number(path: Path, line: int, row: dict[str, str], field: str) -> float:
+    try:
+        value = float(row[field])
+    except (TypeError, ValueError):
+        raise TraceError(f"{path}:{line}: {field}={row.get(field)!r} is not a number") from None
+    if value < 0:
+        raise TraceError(f"{path}:{line}: {field}={value:g} cannot be negative")
+    return value
+
+
+def _optional(path: Path, line: int, row: dict[str, str], field: str) -> float | None:
+    return _number(path, line, row, field) if (row.get(field) or "").strip() else None
+
+
+def read_canonical(path: Path) -> list[TraceJob]:
+    jobs = []
+    for line, row in _rows(path, {"job_id", "submit_s", "duration_s", "gpus", "account"}):
+        gpus = int(_number(path, line, row, "gpus"))
+        if gpus < 1:
+            raise TraceError(f"{path}:{line}: gpus={gpus} must be at least 1")
+        tier = (row.get("tier") or "").strip() or None
+        if tier not in (None, "interactive", "batch", "best-effort"):
+            raise TraceError(f"{path}:{line}: tier={tier!r}: interactive, batch or best-effort")
+        resumable_text = (row.get("resumable") or "").strip().lower()
+        if resumable_text not in ("", "true", "false", "1", "0"):
+            raise TraceError(f"{path}:{line}: resumable={resumable_text!r}: true or false")
+        jobs.append(
+            TraceJob(
+                job_id=row["job_id"],
+                submit_s=_number(path, line, row, "submit_s"),
+                duration_s=_number(path, line, row, "duration_s"),
+                gpus=gpus,
+                account=row["account"],
+                tier=tier,
+                resumable=None if not resumable_text else resumable_text in ("true", "1"),
+                min_runtime_s=_optional(path, line, row, "min_runtime_s"),
+                max_runtime_s=_optional(path, line, row, "max_runtime_s"),
+                checkpoint_interval_s=_optional(path, line, row, "checkpoint_interval_s"),
+                workers=int(_optional(path, line, row, "workers") or 1),
+            )
+        )
+    return jobs
+
+
+def read_philly(path: Path) -> list[TraceJob]:
+    """Submit times become seconds from the earliest one; jobs wider than 8 GPUs become
+    gangs of 8-GPU workers."""
+    raw = []
+    for line, row in _rows(path, {"timestamp", "duration", "num_gpus", "cluster"}):
+        try:
+            when = datetime.datetime.fromisoformat(row["timestamp"])
+        except ValueError:
+            raise TraceError(f"{path}:{line}: timestamp={row['timestamp']!r}") from None
+        gpus = int(_number(path, line, row, "num_gpus"))
+        raw.append((when, line, gpus, _number(path, line, row, "duration"), row["cluster"]))
+    if not raw:
+        return []
+    start = min(r[0] for r in raw)
+    jobs = []
+    for when, line, gpus, duration, cluster in raw:
+        workers, per_worker = (gpus // 8, 8) if gpus > 8 and gpus % 8 == 0 else (1, gpus)
+        jobs.append(
+            TraceJob(
+                job_id=f"philly-{line}",
+                submit_s=(when - start).total_seconds(),
+                duration_s=max(1.0, duration),
+                gpus=max(1, per_worker),
+                workers=workers,
+                account=f"vc/{cluster}",
+            )
+        )
+    return jobs
+
+
+def read_alibaba(path: Path) -> list[TraceJob]:
+    """Whole GPUs only: a pod asking for a fraction of one asks for one."""
+    jobs = []
+    fields = {"name", "num_gpu", "qos", "creation_time", "deletion_time"}
+    for line, row in _rows(path, fields):
+        if not (row.get("deletion_time") or "").strip():
+            continue
+        created = _number(path, line, row, "creation_time")
+        deleted = _number(path, line, row, "deletion_time")
+        gpus = max(1, int(_number(path, line, row, "num_gpu")))
+        qos = row["qos"].strip()
+        jobs.append(
+            TraceJob(
+                job_id=row["name"],
+                submit_s=created,
+                duration_s=max(1.0, deleted - created),
+                gpus=gpus,
+                account=f"qos/{qos.lower() or 'none'}",
+                tier="best-effort" if qos == "BE" else None,
+            )
+        )
+    return jobs

@@ -1,0 +1,64 @@
+"""Traces in one canonical form, and what is filled where a trace is silent."""
+
+from pathlib import Path
+
+import pytest
+
+from allot.sim.trace import Fill, TraceError, TraceJob, filled, load
+
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
+
+
+def test_a_canonical_trace_reads_every_column_and_fills_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(
+        "job_id,submit_s,duration_s,gpus,account,tier,resumable,checkpoint_interval_s,workers\n"
+        "b,10,7200,8,lab/a,,true,600,2\n"
+        "a,0,60,1,lab/b,,,,\n"
+        "\n"
+    )
+    jobs = filled(load(tmp_path / "t.csv", "canonical"), Fill(seed=3))
+    assert [j.job_id for j in jobs] == ["a", "b"]  # by submission
+    a, b = jobs
+    assert (a.tier, a.resumable, a.max_runtime_s) == ("interactive", False, 3600.0)
+    assert (b.tier, b.resumable, b.workers, b.checkpoint_interval_s) == ("batch", True, 2, 600.0)
+    assert b.max_runtime_s == 7200.0
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ("x,0,ten,1,a", "duration_s='ten' is not a number"),
+        ("x,0,10,0,a", "gpus=0 must be at least 1"),
+        ("x,-5,10,1,a", "submit_s=-5 cannot be negative"),
+    ],
+)
+def test_a_bad_row_names_the_file_line_and_field(tmp_path: Path, row: str, words: str) -> None:
+    (tmp_path / "t.csv").write_text("job_id,submit_s,duration_s,gpus,account\n" + row + "\n")
+    with pytest.raises(TraceError, match=words):
+        load(tmp_path / "t.csv", "canonical")
+
+
+def test_the_fill_is_seeded_and_the_same_seed_fills_the_same() -> None:
+    jobs = [
+        TraceJob(job_id=f"j{n}", submit_s=n, duration_s=4000, gpus=4, account="a")
+        for n in range(200)
+    ]
+    first, again = filled(jobs, Fill(seed=5)), filled(jobs, Fill(seed=5))
+    assert first == again
+    share = sum(j.resumable for j in first) / len(first)
+    assert 0.5 < share < 0.7  # the 60% asked for
+    assert first != filled(jobs, Fill(seed=6))
+    assert "60% of batch jobs resumable" in Fill().describe()
+
+
+@pytest.mark.skipif(not TRACES.exists(), reason=f"the shared traces are not at {TRACES}")
+def test_the_philly_and_alibaba_traces_load() -> None:
+    philly = load(TRACES / "philly.csv", "philly")
+    assert len(philly) == 82_247
+    assert min(j.submit_s for j in philly) == 0
+    assert len({j.account for j in philly}) == 15
+    wide = [j for j in philly if j.workers > 1]
+    assert all(j.gpus == 8 for j in wide)
+    alibaba = load(TRACES / "alibaba-openb-pods.csv", "alibaba")
+    assert 0 < len(alibaba) <= 8152
+    assert any(j.tier == "best-effort" for j in alibaba)
