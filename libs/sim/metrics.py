@@ -1,0 +1,205 @@
+"""Scheduling-quality metrics of one simulated run, from what happened to each job.
+
+- ``occupancy``: GPU-seconds in use over GPU-seconds available, counted only while some
+  job waits (an idle cluster with nothing to run is not a scheduler's fault).
+- ``owed`` and ``delivered``, hour by hour: the cluster's GPU-hours are owed to the
+  accounts with demand in that hour by their shares, each capped at its demand, what a
+  capped account does not need going to the others (max-min fairness); delivered is what
+  its jobs ran. ``owed_delivered_overall`` sums over accounts, ``_min_account`` is the
+  worst-served account's ratio, ``jain_owed_delivered`` Jain's index over the ratios.
+- waits from submission to first start (jobs never started wait until the run ends);
+  ``debug_wait_p90_s`` over interactive jobs; ``max_wait_least_served_s`` is the longest
+  wait of the worst-served account.
+- ``preemptions_per_hour`` over the makespan, ``lost_gpu_hours_per_preemption``,
+  ``mean_jct_s`` over finished jobs, ``makespan_s`` from the first submission to the end.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+HOUR_S = 3600.0
+
+
+class JobOutcome(msgspec.Struct, kw_only=True):
+    job_id: str
+    account: str
+    tier: str
+    gpus: int  # all workers together
+    submit_s: float
+    first_start_s: float | None = None
+    end_s: float | None = None  # None: not finished when the run ended
+    runs: list[tuple[float, float]] = []  # when it held GPUs
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile; 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def compute(
+    policy: str,
+    outcomes: list[JobOutcome],
+    gpus: int,
+    end_s: float,
+    shares: dict[str, float] | None = None,
+    wall_s: float = 0.0,
+) -> dict[str, Any]:
+    """Every metric for one run ending at ``end_s`` on ``gpus`` GPUs."""
+    accounts = sorted({o.account for o in outcomes})
+    weights = {a: (shares or {}).get(a, 1.0) for a in accounts}
+    owed, delivered = _owed_delivered(outcomes, gpus, end_s, weights)
+    ratio = {a: delivered[a] / owed[a] if owed[a] else 1.0 for a in accounts}
+    least = min(accounts, key=lambda a: (ratio[a], a)) if accounts else None
+    waits = {o.job_id: _wait(o, end_s) for o in outcomes}
+    start = min((o.submit_s for o in outcomes), default=0.0)
+    makespan = max(0.0, end_s - start)
+    preemptions = sum(o.preemptions for o in outcomes)
+    finished = [o for o in outcomes if o.end_s is not None]
+    result: dict[str, Any] = {
+        "policy": policy,
+        "jobs": len(outcomes),
+        "gpus": gpus,
+        "occupancy": _occupancy(outcomes, gpus, end_s),
+        "owed_delivered_overall": sum(delivered.values()) / sum(owed.values())
+        if sum(owed.values())
+        else 1.0,
+        "owed_delivered_min_account": ratio[least] if least else 1.0,
+        "jain_owed_delivered": _jain(list(ratio.values())),
+        **_waits([waits[o.job_id] for o in outcomes]),
+        "debug_wait_p90_s": percentile(
+            [waits[o.job_id] for o in outcomes if o.tier == "interactive"], 90
+        ),
+        "max_wait_least_served_s": max(
+            (waits[o.job_id] for o in outcomes if o.account == least), default=0.0
+        ),
+        "preemptions_per_hour": preemptions / (makespan / HOUR_S) if makespan else 0.0,
+        "lost_gpu_hours_per_preemption": sum(o.lost_gpu_s for o in outcomes) / HOUR_S / preemptions
+        if preemptions
+        else 0.0,
+        "mean_jct_s": sum(o.end_s - o.submit_s for o in finished) / len(finished)  # type: ignore[operator]
+        if finished
+        else 0.0,
+        "makespan_s": makespan,
+        "sim_wall_s": wall_s,
+    }
+    result["per_account"] = {
+        a: {
+            "jobs": sum(o.account == a for o in outcomes),
+            "owed_gpu_hours": owed[a] / HOUR_S,
+            "delivered_gpu_hours": delivered[a] / HOUR_S,
+            "owed_delivered": ratio[a],
+            **_waits([waits[o.job_id] for o in outcomes if o.account == a]),
+        }
+        for a in accounts
+    }
+    return result
+
+
+def _wait(outcome: JobOutcome, end_s: float) -> float:
+    started = outcome.first_start_s if outcome.first_start_s is not None else end_s
+    return max(0.0, started - outcome.submit_s)
+
+
+def _waits(waits: list[float]) -> dict[str, float]:
+    return {f"wait_p{q}_s": percentile(waits, q) for q in (50, 90, 95, 99)}
+
+
+def _jain(values: list[float]) -> float:
+    if not values or not any(values):
+        return 1.0
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def _occupancy(outcomes: Iterable[JobOutcome], gpus: int, end_s: float) -> float:
+    """GPU-seconds in use while some job waits, over GPU-seconds available then."""
+    changes: list[tuple[float, int, int]] = []  # (time, waiting delta, GPUs-in-use delta)
+    for o in outcomes:
+        for begin, until in _waiting(o, end_s):
+            changes += [(begin, 1, 0), (until, -1, 0)]
+        for s, e in o.runs:
+            changes += [(s, 0, o.gpus), (min(e, end_s), 0, -o.gpus)]
+    changes.sort()
+    waiting = used = 0
+    busy_gpu_s = available_gpu_s = 0.0
+    last = changes[0][0] if changes else 0.0
+    for at, dw, du in changes:
+        if waiting > 0 and at > last:
+            busy_gpu_s += used * (at - last)
+            available_gpu_s += gpus * (at - last)
+        last = at
+        waiting += dw
+        used += du
+    return busy_gpu_s / available_gpu_s if available_gpu_s else 1.0
+
+
+def _waiting(o: JobOutcome, end_s: float) -> list[tuple[float, float]]:
+    """When it waited: before its first run, between runs (it was preempted), and after
+    its last one if it had not finished when the run ended."""
+    spans, since = [], o.submit_s
+    for start, stop in o.runs:
+        if start > since:
+            spans.append((since, start))
+        since = stop
+    if o.end_s is None and since < end_s:
+        spans.append((since, end_s))
+    return spans
+
+
+def _owed_delivered(
+    outcomes: list[JobOutcome], gpus: int, end_s: float, weights: dict[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """GPU-seconds owed and delivered per account, hour by hour."""
+    demand: dict[int, dict[str, float]] = {}
+    delivered = dict.fromkeys(weights, 0.0)
+    for o in outcomes:
+        # It wants its GPUs from submission until it ends (or the run does).
+        _spread(demand, o.account, o.gpus, o.submit_s, o.end_s if o.end_s is not None else end_s)
+        for s, e in o.runs:
+            delivered[o.account] += o.gpus * max(0.0, min(e, end_s) - s)
+    owed = dict.fromkeys(weights, 0.0)
+    for _, wanted in sorted(demand.items()):
+        for account, amount in _water_fill(gpus * HOUR_S, wanted, weights).items():
+            owed[account] += amount
+    return owed, delivered
+
+
+def _spread(
+    demand: dict[int, dict[str, float]], account: str, gpus: int, start: float, end: float
+) -> None:
+    hour = int(start // HOUR_S)
+    while hour * HOUR_S < end:
+        begin, finish = max(start, hour * HOUR_S), min(end, (hour + 1) * HOUR_S)
+        if finish > begin:
+            wanted = demand.setdefault(hour, {})
+            wanted[account] = wanted.get(account, 0.0) + gpus * (finish - begin)
+        hour += 1
+
+
+def _water_fill(
+    capacity: float, wanted: dict[str, float], weights: dict[str, float]
+) -> dict[str, float]:
+    """Max-min fair shares of ``capacity``, by weight, each capped at what it wants."""
+    given = dict.fromkeys(wanted, 0.0)
+    open_ = {a for a, w in wanted.items() if w > 0}
+    left = capacity
+    while open_ and left > 1e-9:
+        total = sum(weights[a] for a in open_)
+        offer = {a: left * weights[a] / total for a in open_}
+        done = {a for a in open_ if wanted[a] - given[a] <= offer[a]}
+        if not done:
+            for a in open_:
+                given[a] += offer[a]
+            break
+        for a in sorted(done):
+            left -= wanted[a] - given[a]
+            given[a] = wanted[a]
+        open_ -= done
+    return given
