@@ -62,7 +62,7 @@ def compute(
     start = min((o.submit_s for o in outcomes), default=0.0)
     makespan = max(0.0, end_s - start)
     preemptions = sum(o.preemptions for o in outcomes)
-    finished = [o for o in outcomes if o.end_s is not None]
+    completion = [o.end_s - o.submit_s for o in outcomes if o.end_s is not None]
     result: dict[str, Any] = {
         "policy": policy,
         "jobs": len(outcomes),
@@ -84,9 +84,7 @@ def compute(
         "lost_gpu_hours_per_preemption": sum(o.lost_gpu_s for o in outcomes) / HOUR_S / preemptions
         if preemptions
         else 0.0,
-        "mean_jct_s": sum(o.end_s - o.submit_s for o in finished) / len(finished)  # type: ignore[operator]
-        if finished
-        else 0.0,
+        "mean_jct_s": sum(completion) / len(completion) if completion else 0.0,
         "makespan_s": makespan,
         "sim_wall_s": wall_s,
     }
