@@ -322,6 +322,12 @@ async def cmd_bench_planner(args: argparse.Namespace) -> int:
     return bench_planner(args)
 
 
+async def cmd_sim(args: argparse.Namespace) -> int:
+    from allot.sim.cli import cmd_sim as run
+
+    return run(args)
+
+
 async def cmd_bench_replay(args: argparse.Namespace) -> int:
     from allot.client.bench_replay import bench_replay
 
@@ -522,6 +528,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.set_defaults(handler=cmd_log_import)
     load.add_argument("file")
+
+    sim = commands.add_parser(
+        "sim", help="simulate a trace under a policy on a virtual clock; print the metrics"
+    )
+    sim.set_defaults(handler=cmd_sim)
+    sim.add_argument("--trace", required=True, help="a trace file")
+    sim.add_argument("--format", default="canonical", help="canonical (default), philly, alibaba")
+    sim.add_argument("--cluster", default="24x8", help="NODESxGPUS (default 24x8)")
+    sim.add_argument("--policy", default="allot")
+    sim.add_argument("--seed", type=int, default=1, help="for what the trace does not say")
+    sim.add_argument("--limit", type=int, help="only the first N jobs")
+    sim.add_argument("--json", metavar="OUT", help="also write the metrics as JSON to OUT")
 
     bench_cmd = commands.add_parser("bench", help="benchmarks, reproducible from a seed")
     benches = bench_cmd.add_subparsers(dest="bench_name", required=True)

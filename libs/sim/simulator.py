@@ -1,0 +1,283 @@
+"""A discrete-event simulator that drives the very same core as the services: the fold
+(``allot.core.apply``) and the planner (``allot.core.plan``), on a virtual clock.
+
+Time jumps from one event to the next (arrivals, job ends, stops, the hourly accounting);
+after the events of each moment the planner plans once, as the planner service does when
+it has caught up with the log. What the services would append, the simulator appends to
+its own state: admissions start at once, preemptions stop their victims, charges are made
+every hour of virtual time and when a run ends. The model of a job:
+
+- it runs ``duration_s`` of work; a resumable job that is stopped saves its progress on
+  SIGTERM (the workload contract) and resumes later, paying ``restart_overhead_s`` again;
+  a job that cannot resume loses all its work and starts over;
+- stopping takes ``stop_s`` of virtual time (saving a checkpoint), at most its grace.
+
+Seeded and deterministic: no wall clock or unseeded randomness decides anything.
+"""
+
+import heapq
+import itertools
+import time
+from typing import Any
+
+import msgspec
+
+from allot.core import Policy, State, apply, plan
+from allot.core.fairshare import StandingsMemo
+from allot.core.model import JobStatus
+from allot.proto.events import (
+    DEFAULT_GRACE_NS,
+    Event,
+    GpuInfo,
+    JobExited,
+    JobPreempted,
+    JobRequeued,
+    JobSpec,
+    JobStarted,
+    JobSubmitted,
+    Meta,
+    NodeRegistered,
+    PlanComputed,
+    StopRequested,
+    UsageCharged,
+)
+from allot.sim.metrics import JobOutcome, compute
+from allot.sim.trace import TraceJob
+
+S = 10**9
+HOUR_NS = 3600 * S
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    nodes: int
+    gpus_per_node: int
+    restart_overhead_s: float = 60.0
+    stop_s: float = 10.0
+    rack_size: int = 8
+
+
+class _Run(msgspec.Struct, kw_only=True):
+    """A job's progress, as the simulator knows it (the core knows nothing of it)."""
+
+    trace: TraceJob
+    done_s: float = 0.0  # work saved
+    started_ns: int | None = None
+    outcome: JobOutcome
+
+
+class Simulator:
+    def __init__(self, jobs: list[TraceJob], settings: Settings, policy: Policy):
+        self.settings, self.policy = settings, policy
+        self.state = State()
+        self.memo = StandingsMemo()
+        self.now = 0
+        self._ids = itertools.count()
+        self._order = itertools.count()
+        # (time, order, kind, job id, attempt): an event of an attempt that is over is void
+        self._queue: list[tuple[int, int, str, str, int]] = []
+        self.runs = {
+            j.job_id: _Run(
+                trace=j,
+                outcome=JobOutcome(
+                    job_id=j.job_id,
+                    account=j.account,
+                    tier=j.tier or "batch",
+                    gpus=j.gpus * j.workers,
+                    submit_s=j.submit_s,
+                ),
+            )
+            for j in jobs
+        }
+        self.unfinished = len(jobs)
+        for job in jobs:
+            self._at(int(job.submit_s * S), "arrive", job.job_id)
+        for n in range(settings.nodes):
+            node = f"n{n:04d}"
+            gpus = [
+                GpuInfo(index=i, model="SIM", memory_mib=81920)
+                for i in range(settings.gpus_per_node)
+            ]
+            self._add(
+                NodeRegistered(
+                    meta=self._meta(), node_id=node, hostname=node, gpus=gpus,
+                    labels={"rack": f"r{n // settings.rack_size:03d}"},
+                    nvlink_islands=[list(range(settings.gpus_per_node))],
+                )
+            )  # fmt: skip
+        self._at(HOUR_NS, "account", "")
+
+    def run(self) -> tuple[list[JobOutcome], float]:
+        """Until every job has ended: the outcomes and the virtual end time (s)."""
+        while self._queue and self.unfinished:
+            self.now = self._queue[0][0]
+            while self._queue and self._queue[0][0] == self.now:
+                _, _, kind, job_id, attempt = heapq.heappop(self._queue)
+                record = self.state.jobs.get(job_id)
+                if kind in ("finish", "stopped") and (record is None or record.attempts != attempt):
+                    continue
+                getattr(self, f"_on_{kind}")(job_id)
+            self._plan()
+        return [r.outcome for r in self.runs.values()], self.now / S
+
+    # --- events of the virtual world ---
+
+    def _on_arrive(self, job_id: str) -> None:
+        job = self.runs[job_id].trace
+        spec = JobSpec(
+            account=job.account, gpus=job.gpus, workers=job.workers, command=["sim"],
+            tier=job.tier or "batch",  # type: ignore[arg-type]
+            resumable=bool(job.resumable), min_runtime_ns=int((job.min_runtime_s or 0) * S),
+            max_runtime_ns=int(job.max_runtime_s * S) if job.max_runtime_s else None,
+            topology="any", grace_ns=DEFAULT_GRACE_NS,
+        )  # fmt: skip
+        self._add(JobSubmitted(meta=self._meta(), job_id=job_id, spec=spec))
+
+    def _on_finish(self, job_id: str) -> None:
+        record = self.state.jobs[job_id]
+        run = self.runs[job_id]
+        if record.status != JobStatus.RUNNING or record.stop is not None:
+            return  # stopped meanwhile: this end belongs to a run that no longer is
+        for node in record.placements:
+            self._add(
+                JobExited(
+                    meta=self._meta(), job_id=job_id, node_id=node, exit_code=0,
+                    output_path="-", attempt=record.attempts,
+                )
+            )  # fmt: skip
+        self._charge(job_id)
+        self._ran(run)
+        self._ended(run)
+
+    def _on_stopped(self, job_id: str) -> None:
+        record, run = self.state.jobs[job_id], self.runs[job_id]
+        asked = record.stop.meta.at if record.stop is not None else self.now
+        began = run.started_ns if run.started_ns is not None else asked
+        worked = (asked - began) / S  # its progress when SIGTERM came
+        stopped_in = int(self.settings.stop_s * S)
+        for node in record.placements:
+            self._add(
+                JobExited(
+                    meta=self._meta(), job_id=job_id, node_id=node, exit_code=0,
+                    output_path="-", attempt=record.attempts, stopped_in_ns=stopped_in,
+                )
+            )  # fmt: skip
+        self._charge(job_id)
+        self._ran(run)
+        gpus = run.outcome.gpus
+        if run.trace.resumable:
+            run.done_s += max(0.0, worked - self._overhead(run))  # saved on SIGTERM
+            run.done_s = min(run.done_s, run.trace.duration_s)
+            lost = gpus * self.settings.restart_overhead_s
+        else:
+            run.done_s, lost = 0.0, gpus * worked
+        run.outcome.preemptions += 1
+        run.outcome.lost_gpu_s += lost
+        self._add(
+            JobPreempted(
+                meta=self._meta(), job_id=job_id, lost_gpu_ms=int(lost * 1000),
+                checkpoint_age_ns=0 if run.trace.resumable else None,
+                grace_used_ns=int(self.settings.stop_s * S), attempt=record.attempts,
+            )
+        )  # fmt: skip
+        if run.trace.resumable:
+            self._add(JobRequeued(meta=self._meta(), job_id=job_id, reason="preempted"))
+        else:
+            self._ended(run)  # its work is lost; it ends
+
+    def _on_account(self, _: str) -> None:
+        for job_id in sorted({j for n in self.state.nodes.values() for j in n.allocated.values()}):
+            self._charge(job_id)
+        if self.unfinished:
+            self._at(self.now + HOUR_NS, "account", "")
+
+    # --- the planner's decisions, carried out ---
+
+    def _plan(self) -> None:
+        decided = plan(self.state, self.now, self.policy, self.memo)
+        if decided.empty:
+            return
+        self._add(
+            PlanComputed(
+                meta=self._meta(), basis_seq=self.state.seq, now=self.now, policy=self.policy.name,
+                policy_hash="sim", code_version="sim", admissions=decided.admissions,
+                pending=decided.pending, preemptions=decided.preemptions, ranks=decided.ranks,
+                holds=decided.holds,
+            )
+        )  # fmt: skip
+        for admission in decided.admissions:
+            job_id, run = admission.job_id, self.runs[admission.job_id]
+            if self.state.jobs[job_id].status != JobStatus.ADMITTED:
+                continue
+            for placement in admission.placements:
+                self._add(
+                    JobStarted(
+                        meta=self._meta(), job_id=job_id, node_id=placement.node_id,
+                        gpus=placement.gpus, pid=0, output_path="-",
+                        attempt=self.state.jobs[job_id].attempts,
+                    )
+                )  # fmt: skip
+            run.started_ns = self.now
+            if run.outcome.first_start_s is None:
+                run.outcome.first_start_s = self.now / S
+            left = run.trace.duration_s - run.done_s + self._overhead(run)
+            self._at(self.now + max(1, int(left * S)), "finish", job_id)
+        for preemption in decided.preemptions:
+            record = self.state.jobs[preemption.job_id]
+            if record.preemption != preemption or record.stop is not None:
+                continue
+            self._add(
+                StopRequested(
+                    meta=self._meta(), job_id=record.job_id, grace_ns=record.spec.grace_ns,
+                    reason=preemption.code, attempt=record.attempts,
+                )
+            )  # fmt: skip
+            stop = min(self.settings.stop_s * S, record.spec.grace_ns)
+            self._at(self.now + int(stop), "stopped", record.job_id)
+
+    # --- bookkeeping ---
+
+    def _overhead(self, run: _Run) -> float:
+        return self.settings.restart_overhead_s if run.outcome.preemptions else 0.0
+
+    def _ended(self, run: _Run) -> None:
+        run.outcome.end_s = self.now / S
+        self.unfinished -= 1
+
+    def _ran(self, run: _Run) -> None:
+        if run.started_ns is not None:
+            run.outcome.runs.append((run.started_ns / S, self.now / S))
+            run.started_ns = None
+
+    def _charge(self, job_id: str) -> None:
+        record = self.state.jobs[job_id]
+        unbilled = self.state.unbilled.get((job_id, record.attempts))
+        if unbilled is None:
+            return
+        to = unbilled.until_ns if unbilled.until_ns is not None else self.now
+        if to > unbilled.from_ns:
+            self._add(
+                UsageCharged(
+                    meta=self._meta(), path=unbilled.account, job_id=job_id,
+                    attempt=record.attempts, from_ns=unbilled.from_ns, to_ns=to,
+                    gpu_ms=unbilled.gpus * (to - unbilled.from_ns) // 10**6,
+                )
+            )  # fmt: skip
+
+    def _meta(self) -> Meta:
+        return Meta(id=f"s{next(self._ids)}", at=self.now, producer="sim")
+
+    def _add(self, event: Event) -> None:
+        apply(self.state, self.state.seq + 1, event)
+
+    def _at(self, when: int, kind: str, job_id: str) -> None:
+        record = self.state.jobs.get(job_id)
+        attempt = record.attempts if record is not None else 0
+        heapq.heappush(self._queue, (when, next(self._order), kind, job_id, attempt))
+
+
+def simulate(jobs: list[TraceJob], settings: Settings, policy: Policy, name: str) -> dict[str, Any]:
+    """Run the trace under ``policy``; the metrics of ``allot.sim.metrics``."""
+    started = time.perf_counter()
+    outcomes, end_s = Simulator(jobs, settings, policy).run()
+    wall = time.perf_counter() - started
+    return compute(name, outcomes, settings.nodes * settings.gpus_per_node, end_s, wall_s=wall)
