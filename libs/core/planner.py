@@ -26,6 +26,7 @@ queue`` and ``allot explain``, and are recomputable from any plan's basis.
 """
 
 import hashlib
+from typing import Literal
 
 import msgspec
 
@@ -36,6 +37,10 @@ from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
 from allot.core.preemption import (
     DRAIN,
+    FAIR_SHARE,
+    FUNDED,
+    RECLAIM,
+    TIER,
     Grounds,
     candidates,
     choose,
@@ -79,6 +84,13 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     preemptors_per_cycle: int = 4  # waiting jobs that may pick victims in one cycle
     restart_overhead_ns: int = 60 * 10**9  # what a restart costs, per GPU, on top of lost work
     time_slice_ns: int | None = 4 * HOUR_NS  # fair share may stop a resumable job after this
+    # How the queue is ordered (step 2): "fair-share" as above; "fifo": by submission only;
+    # "tier": by tier, then submission; "multifactor": Slurm's age and fair-share factors.
+    order: Literal["fair-share", "fifo", "tier", "multifactor"] = "fair-share"
+    strict: bool = False  # stop at the first job that does not fit (no job passes another)
+    quotas: bool = True  # honour the accounts' quotas (step 3)
+    grounds: tuple[str, ...] = (TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN)  # to preempt on
+    max_age_ns: int = 7 * 24 * HOUR_NS  # multifactor: the age at which the age factor is full
 
 
 DEFAULT_POLICY = Policy()
@@ -125,8 +137,14 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
     ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
     cycle = _Cycle(state, now, policy, ranked)
     queued = _queue(state, ranked, now, policy)
+    blocked = False
     for position, job in enumerate(queued, 1):
+        if blocked:  # strict order: nothing passes the first job that waits
+            cycle.behind(job, position)
+            continue
+        admitted = len(cycle.admitted)
         cycle.consider(job, position)
+        blocked = policy.strict and len(cycle.admitted) == admitted
     if policy.preemption:
         cycle.preempt()
     cycle.grow_elastic()
@@ -159,13 +177,32 @@ def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) 
     }
     tier = {name: n for n, name in enumerate(TIERS)}
     step, most = policy.aging_step_ns, policy.aging_max_ranks
+    accounts = max(1, len(ranked))
 
-    def order(job: JobRecord) -> tuple[int, bool, int, int, str]:
+    def fair_share(job: JobRecord) -> tuple[int, ...]:
         lift = max(0, min((now - job.submitted_at) // step, most))
         spent, rank = standing[job.spec.account]
-        return (tier[job.spec.tier], spent, rank - lift, job.submitted_seq, job.job_id)
+        return (tier[job.spec.tier], spent, rank - lift)
 
-    return sorted((state.jobs[job_id] for job_id in state.pending), key=order)
+    def multifactor(job: JobRecord) -> tuple[int, ...]:
+        # Slurm's priority/multifactor with equal weights for age and fair share (Fair
+        # Tree's factor is the account's rank from the top, as a fraction).
+        age = min(max(0, now - job.submitted_at), policy.max_age_ns) * 1_000_000
+        rank = standing[job.spec.account][1]
+        share = (accounts - min(rank, accounts) + 1) * 1_000_000 // accounts
+        return (-(age // policy.max_age_ns + share),)
+
+    keys = {
+        "fair-share": fair_share,
+        "fifo": lambda job: (),
+        "tier": lambda job: (tier[job.spec.tier],),
+        "multifactor": multifactor,
+    }
+    first = keys[policy.order]
+    return sorted(
+        (state.jobs[job_id] for job_id in state.pending),
+        key=lambda job: (*first(job), job.submitted_seq, job.job_id),
+    )
 
 
 def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
@@ -212,7 +249,7 @@ class _Cycle:
         for placements in state.holds.values():
             self._hold(placements, take=True)
         self.free_at_start = dict(self.capacity.free_by_model)
-        self.quotas = QuotaBook(state)
+        self.quotas = QuotaBook(state if policy.quotas else State())
         self.exhausted = _exhausted_accounts(state, now)
         self.unschedulable_models = {
             model_of(n) for n in state.nodes.values() if not n.schedulable and not n.lost
@@ -272,6 +309,9 @@ class _Cycle:
             if self.reservation is not None:
                 detail = {**detail, "estimated_start": self.reservation.starts_at}
         self._wait(job, position, code, params, detail)
+
+    def behind(self, job: JobRecord, position: int) -> None:
+        self._wait(job, position, BEHIND, {"need": job.spec.total_gpus})
 
     def _consider_held(self, job: JobRecord, position: int, held: list[Placement]) -> bool:
         """A job others are being stopped for: it starts once its GPUs are free. Whether
@@ -484,6 +524,7 @@ class _Cycle:
                 or standing.level_factor >= 1,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
+                allowed=frozenset(self.policy.grounds),
             )
             owed = candidates(running, spec, grounds, self.now, chosen_victims)
             if not owed:
@@ -518,7 +559,7 @@ class _Cycle:
             detail: ReasonParams = {"stopping": len(victims)}
             self.waiting[n] = Waiting(reason=reason, position=waiting.position, detail=detail)
         for job_id, node_id in draining(self.state, self.now):
-            if job_id not in chosen_victims:
+            if job_id not in chosen_victims and DRAIN in self.policy.grounds:
                 self.preemptions.append(
                     Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
                 )

@@ -232,6 +232,7 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
     under_share: bool  # its account is not over its fair share
     over_share: frozenset[str]  # accounts over their fair share
     time_slice_ns: int | None  # how long a job runs before fair share may stop it
+    allowed: frozenset[str] = frozenset({TIER, FUNDED, RECLAIM, FAIR_SHARE})  # the policy's
 
 
 class Stoppable(msgspec.Struct, kw_only=True):
@@ -273,11 +274,16 @@ def candidates(
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with the first ground that allows
     it, by job id."""
+    allowed = grounds.allowed
     possible = (
-        _TIER_RANK[waiting.tier] < stoppable.lowest_tier
-        or (grounds.funded and stoppable.any_unfunded)
-        or bool(grounds.reclaims_from)
-        or (grounds.under_share and bool(stoppable.sliceable & grounds.over_share))
+        (TIER in allowed and _TIER_RANK[waiting.tier] < stoppable.lowest_tier)
+        or (FUNDED in allowed and grounds.funded and stoppable.any_unfunded)
+        or (RECLAIM in allowed and bool(grounds.reclaims_from))
+        or (
+            FAIR_SHARE in allowed
+            and grounds.under_share
+            and bool(stoppable.sliceable & grounds.over_share)
+        )
     )
     if not possible:
         return []
@@ -299,19 +305,21 @@ def _past_slice(job: JobRecord, now: int, slice_ns: int) -> bool:
 
 
 def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str | None:
+    """The first ground the policy allows on which ``waiting`` may stop ``job``."""
+    allowed = grounds.allowed
     if tier_outranks(job.spec, waiting):
         return None  # never a job of a higher tier: it would only win its GPUs back
-    if tier_outranks(waiting, job.spec):
+    if TIER in allowed and tier_outranks(waiting, job.spec):
         return TIER
-    if grounds.funded and not job.funded:
+    if FUNDED in allowed and grounds.funded and not job.funded:
         return FUNDED
-    if grounds.reclaims_from and any(
-        a in grounds.reclaims_from for a in ancestry(job.spec.account)
-    ):
+    reclaims = grounds.reclaims_from
+    if RECLAIM in allowed and reclaims and any(a in reclaims for a in ancestry(job.spec.account)):
         return RECLAIM
     slice_ns = grounds.time_slice_ns
     if (
-        slice_ns is not None
+        FAIR_SHARE in allowed
+        and slice_ns is not None
         and grounds.under_share
         and job.spec.account in grounds.over_share
         and _past_slice(job, now, slice_ns)

@@ -4,14 +4,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from allot.core import DEFAULT_POLICY, Policy
+from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, simulate
 from allot.sim.trace import Fill, TraceError, filled, load
 
-# The policies this simulator runs today. The baselines (fifo, priority, kueue, slurm)
-# are to be built as planner policies, so that they run through the same code.
-POLICIES: dict[str, Policy] = {"allot": DEFAULT_POLICY}
+SHOWN = (
+    "occupancy", "owed_delivered_overall", "owed_delivered_min_account",
+    "jain_owed_delivered", "wait_p50_s", "wait_p90_s", "wait_p99_s", "debug_wait_p90_s",
+    "max_wait_least_served_s", "preemptions_per_hour", "lost_gpu_hours_per_preemption",
+    "mean_jct_s", "makespan_s", "sim_wall_s",
+)  # fmt: skip
 
 
 def parse_cluster(text: str) -> Settings:
@@ -22,9 +26,11 @@ def parse_cluster(text: str) -> Settings:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    if args.policy not in POLICIES:
+    names = args.compare.split(",") if args.compare else [args.policy]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
         print(
-            f"allot: --policy {args.policy!r}: available: {', '.join(sorted(POLICIES))}",
+            f"allot: policy {unknown[0]!r}: available: {', '.join(sorted(POLICIES))}",
             file=sys.stderr,
         )
         return 2
@@ -38,11 +44,25 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if args.limit:
         jobs = jobs[: args.limit]
     print(f"{len(jobs)} jobs; {fill.describe()}", file=sys.stderr)
-    result = simulate(jobs, settings, POLICIES[args.policy], args.policy)
-    result["fill"] = fill.describe()
+    results = []
+    for name in names:
+        result = simulate(jobs, settings, POLICIES[name], name)
+        result["fill"] = fill.describe()
+        results.append(result)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    for key, value in result.items():
-        if key not in ("per_account", "fill"):
-            print(f"{key:32} {value:.4g}" if isinstance(value, float) else f"{key:32} {value}")
+        written: Any = results if args.compare else results[0]
+        Path(args.json).write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")
+    print(table(results))
     return 0
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """One column per policy, one row per metric."""
+    rows = [["metric", *(r["policy"] for r in results)]]
+    rows += [["jobs / gpus", *(f"{r['jobs']} / {r['gpus']}" for r in results)]]
+    for key in SHOWN:
+        rows.append([key, *(f"{r[key]:.4g}" for r in results)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+    )

@@ -23,10 +23,13 @@ from typing import Any
 import msgspec
 
 from allot.core import Policy, State, apply, plan
+from allot.core.accounts import ancestry
 from allot.core.fairshare import StandingsMemo
 from allot.core.model import JobStatus
 from allot.proto.events import (
     DEFAULT_GRACE_NS,
+    AccountDefined,
+    AccountSettings,
     Event,
     GpuInfo,
     JobExited,
@@ -88,6 +91,7 @@ class Simulator:
             )
             for j in jobs
         }
+        self._accounts(sorted({j.account for j in jobs}))
         self.unfinished = len(jobs)
         for job in jobs:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
@@ -118,6 +122,15 @@ class Simulator:
                 getattr(self, f"_on_{kind}")(job_id)
             self._plan()
         return [r.outcome for r in self.runs.values()], self.now / S
+
+    def _accounts(self, leaves: list[str]) -> None:
+        """Each account of the trace a leaf with an equal nominal quota of the cluster's
+        GPUs and no borrowing limit (what only quota-minded policies look at)."""
+        quota = self.settings.nodes * self.settings.gpus_per_node // max(1, len(leaves))
+        paths = {a for leaf in leaves for a in ancestry(leaf)}
+        for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+            settings = AccountSettings(quota={"gpu": quota} if path in leaves else {})
+            self._add(AccountDefined(meta=self._meta(), path=path, settings=settings))
 
     # --- events of the virtual world ---
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY
+from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
 from allot.sim.trace import Fill, TraceJob, filled
 
@@ -25,7 +26,7 @@ def trace(*jobs: tuple[str, float, float, int, str], tier: str | None = None) ->
 
 
 def test_a_job_waits_for_the_gpus_a_running_one_holds() -> None:
-    jobs = trace(("a", 0, 100, 2, "x"), ("b", 10, 50, 1, "y"), tier="batch")
+    jobs = trace(("a", 0, 100, 2, "x"), ("b", 10, 50, 1, "x"), tier="batch")
     outcomes, end = Simulator(jobs, Settings(nodes=1, gpus_per_node=2), DEFAULT_POLICY).run()
     by_id = {o.job_id: o for o in outcomes}
     assert by_id["a"].runs == [(0.0, 100.0)]
@@ -80,7 +81,7 @@ def test_gpu_time_is_conserved_occupancy_at_most_one_and_runs_repeat(
 
 def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text(
-        "job_id,submit_s,duration_s,gpus,account\na,0,100,2,x\nb,10,50,1,y\n"
+        "job_id,submit_s,duration_s,gpus,account\na,0,100,2,x\nb,10,50,1,x\n"
     )
     done = subprocess.run(
         [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
@@ -94,8 +95,40 @@ def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
     assert "filled (seed 1)" in done.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
-         "--policy", "fifo"],
+         "--policy", "lottery"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2
-    assert "available: allot" in bad.stderr
+    assert "available: allot, fifo, kueue, priority, slurm" in bad.stderr
+
+
+def test_a_lender_reclaims_its_quota_under_kueue_and_allot_but_not_under_fifo() -> None:
+    # Two accounts, one GPU of nominal quota each: x borrows y's, then y wants it back.
+    jobs = [
+        TraceJob(job_id="borrower", submit_s=0, duration_s=1000, gpus=2, account="x",
+                 tier="batch", resumable=True),
+        TraceJob(job_id="lender", submit_s=10, duration_s=100, gpus=1, account="y",
+                 tier="batch"),
+    ]  # fmt: skip
+    sim = Settings(nodes=1, gpus_per_node=2)
+    waits = {}
+    for name in ("fifo", "kueue", "allot"):
+        outcomes, _ = Simulator(filled(jobs, Fill()), sim, POLICIES[name]).run()
+        lender = next(o for o in outcomes if o.job_id == "lender")
+        waits[name] = lender.first_start_s - lender.submit_s  # type: ignore[operator]
+    assert waits["fifo"] == 990  # until the borrower is done
+    assert waits["kueue"] == waits["allot"] == 10  # the stop takes 10 s
+
+
+def test_strict_fifo_lets_nothing_pass_and_slurm_backfills() -> None:
+    jobs = trace(
+        ("long", 0, 1000, 1, "x"), ("wide", 1, 100, 2, "x"), ("short", 2, 50, 1, "x"),
+        tier="batch",
+    )  # fmt: skip
+    sim = Settings(nodes=1, gpus_per_node=2)
+    start = {}
+    for name in ("fifo", "slurm"):
+        outcomes, _ = Simulator(jobs, sim, POLICIES[name]).run()
+        start[name] = {o.job_id: o.first_start_s for o in outcomes}
+    assert start["fifo"]["short"] == 1100  # behind "wide", which waits for "long"
+    assert start["slurm"]["short"] == 2  # backfilled: it ends before "wide" could start

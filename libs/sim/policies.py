@@ -1,0 +1,32 @@
+"""The policies the simulator compares, all run by the same planner code.
+
+- ``fifo``: strict first-in, first-out; nothing passes the first job that waits; no
+  backfill, no preemption, no quotas.
+- ``priority``: strict tiers (interactive, batch, best-effort), FIFO within a tier, no
+  aging, no borrowing limits; a higher tier preempts a lower one (as Kubernetes priority
+  classes do).
+- ``kueue``: each account a ClusterQueue with an equal nominal quota of the cluster,
+  borrowing unlimited within the cohort, lent quota reclaimed by preemption; BestEffortFIFO
+  (a job that does not fit does not block the ones behind it).
+- ``slurm``: priority/multifactor with equal weights for age (full at 7 days) and fair
+  share (Fair Tree, 7-day half-life), EASY backfill, no preemption.
+- ``allot``: the default policy (budgets, hierarchical fair share with aging, quotas,
+  minimum-runtime protection, backfill, checkpoint-based preemption).
+"""
+
+from allot.core import DEFAULT_POLICY, Policy
+from allot.core.preemption import DRAIN, RECLAIM, TIER
+
+POLICIES: dict[str, Policy] = {
+    "fifo": Policy(
+        name="fifo", order="fifo", strict=True, backfill=False, preemption=False, quotas=False
+    ),
+    "priority": Policy(
+        name="priority", order="tier", backfill=False, quotas=False, grounds=(TIER, DRAIN)
+    ),
+    "kueue": Policy(name="kueue", order="fifo", backfill=False, grounds=(RECLAIM, DRAIN)),
+    "slurm": Policy(
+        name="slurm", order="multifactor", backfill=True, preemption=False, quotas=False
+    ),
+    "allot": DEFAULT_POLICY,
+}
