@@ -68,15 +68,26 @@ def decayed(gpu_ms: int, age_ns: int, half_life_ns: int) -> int:
 
 
 def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
-    """An account's usage as fair share counts it at ``now``."""
-    total = 0
-    for hour, gpu_ms in sorted(usage.by_hour.items()):
-        charged_at = (hour + 1) * HOUR_NS  # the end of the hour the charge fell in
-        age = max(0, now - charged_at)
-        if policy.window_ns is not None:
-            total += gpu_ms if age < policy.window_ns else 0
-        else:
-            total += decayed(gpu_ms, age, policy.half_life_ns)
+    """An account's usage as fair share counts it at ``now``: each hour's charges counted
+    from the end of that hour (a sum of integers: the order does not matter)."""
+    window = policy.window_ns
+    if window is not None:
+        return sum(
+            gpu_ms
+            for hour, gpu_ms in usage.by_hour.items()
+            if max(0, now - (hour + 1) * HOUR_NS) < window
+        )
+    # ``decayed`` inlined: this loop runs over every hour of history at every new minute.
+    half_life, total = policy.half_life_ns, 0
+    for hour, gpu_ms in usage.by_hour.items():
+        age = now - (hour + 1) * HOUR_NS
+        if age <= 0:
+            total += gpu_ms
+            continue
+        halvings, into = divmod(age, half_life)
+        if halvings < 63:
+            start = gpu_ms >> halvings
+            total += start - (start - (start >> 1)) * into // half_life
     return total
 
 
