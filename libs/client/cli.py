@@ -534,7 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.set_defaults(handler=cmd_sim)
     sim.add_argument("--trace", required=True, help="a trace file")
-    sim.add_argument("--format", default="canonical", help="canonical (default), philly, alibaba")
+    sim.add_argument(
+        "--format", default="canonical", help="canonical (default), philly, alibaba, allot-log"
+    )
     sim.add_argument("--cluster", default="24x8", help="NODESxGPUS (default 24x8)")
     sim.add_argument("--policy", default="allot", help="fifo, priority, kueue, slurm, allot")
     sim.add_argument("--compare", metavar="P1,P2,...", help="run several policies side by side")

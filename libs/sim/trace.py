@@ -15,7 +15,8 @@ printed with the results, because a simulation is only as honest as what it assu
   ``checkpoint_interval_s``.
 - ``max_runtime_s``: the duration rounded up to whole hours, as users declare it.
 
-Loaders: ``canonical``, ``philly`` (Microsoft Philly as processed for Pollux: submit time,
+Loaders: ``allot-log`` (an exported Allot log: what a what-if on real history replays),
+``canonical``, ``philly`` (Microsoft Philly as processed for Pollux: submit time,
 duration, GPUs, virtual cluster as the account) and ``alibaba`` (the 2023 GPU-sharing pods:
 creation and deletion times, whole GPUs, QoS ``BE`` as best-effort; pods without a
 deletion time are left out).
@@ -28,6 +29,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
+
+from allot.client.logfile import LogFileError, read_log
+from allot.proto.events import JobExited, JobStarted, JobSubmitted
 
 HOUR_S = 3600
 
@@ -97,7 +101,12 @@ def filled(jobs: Iterable[TraceJob], fill: Fill) -> list[TraceJob]:
 
 
 def load(path: Path, fmt: str) -> list[TraceJob]:
-    loaders = {"canonical": read_canonical, "philly": read_philly, "alibaba": read_alibaba}
+    loaders = {
+        "canonical": read_canonical,
+        "philly": read_philly,
+        "alibaba": read_alibaba,
+        "allot-log": read_allot_log,
+    }
     if fmt not in loaders:
         raise TraceError(f"--format {fmt!r}: one of {', '.join(sorted(loaders))}")
     return loaders[fmt](path)
@@ -210,6 +219,50 @@ def read_alibaba(path: Path) -> list[TraceJob]:
                 gpus=gpus,
                 account=f"qos/{qos.lower() or 'none'}",
                 tier="best-effort" if qos == "BE" else None,
+            )
+        )
+    return jobs
+
+
+def read_allot_log(path: Path) -> list[TraceJob]:
+    """The jobs of an exported Allot log as they were asked for, with the time they ran
+    as their duration: jobs that never ran, or are still running, are left out."""
+    submitted: dict[str, JobSubmitted] = {}
+    started: dict[tuple[str, int], int] = {}
+    ran: dict[str, float] = {}
+    try:
+        for record in read_log(path):
+            event = record.event
+            if isinstance(event, JobSubmitted):
+                submitted[event.job_id] = event
+            elif isinstance(event, JobStarted):
+                started.setdefault((event.job_id, event.attempt), event.meta.at)
+            elif isinstance(event, JobExited) and (event.job_id, event.attempt) in started:
+                began = started.pop((event.job_id, event.attempt))
+                ran[event.job_id] = ran.get(event.job_id, 0.0) + (event.meta.at - began) / 1e9
+    except LogFileError as error:
+        raise TraceError(str(error)) from None
+    origin = min((e.meta.at for e in submitted.values()), default=0)
+    jobs = []
+    for job_id, event in submitted.items():
+        if job_id not in ran:
+            continue
+        spec = event.spec
+        jobs.append(
+            TraceJob(
+                job_id=job_id,
+                submit_s=(event.meta.at - origin) / 1e9,
+                duration_s=max(ran[job_id], 0.001),
+                gpus=spec.gpus,
+                workers=spec.workers,
+                account=spec.account,
+                tier=spec.tier,
+                resumable=spec.resumable,
+                min_runtime_s=spec.min_runtime_ns / 1e9,
+                max_runtime_s=spec.max_runtime_ns / 1e9 if spec.max_runtime_ns else None,
+                checkpoint_interval_s=spec.checkpoint_interval_ns / 1e9
+                if spec.checkpoint_interval_ns
+                else None,
             )
         )
     return jobs

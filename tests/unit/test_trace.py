@@ -2,10 +2,15 @@
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from allot.bus.codec import encode
+from allot.proto.subjects import subject_for
 from allot.sim.trace import Fill, TraceError, TraceJob, filled, load
+from tests import builders as b
 
+SECOND = 10**9
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 
 
@@ -62,3 +67,22 @@ def test_the_philly_and_alibaba_traces_load() -> None:
     alibaba = load(TRACES / "alibaba-openb-pods.csv", "alibaba")
     assert 0 < len(alibaba) <= 8152
     assert any(j.tier == "best-effort" for j in alibaba)
+
+
+def test_a_trace_is_extracted_from_an_exported_log(tmp_path: Path) -> None:
+    events = [
+        b.node("n1", 4),
+        b.submitted("ran", 2, at=10 * SECOND, tier="interactive", resumable=True),
+        b.submitted("waits", 1, at=20 * SECOND),
+        b.plan(("ran", "n1", [0, 1])),
+        msgspec.structs.replace(b.started("ran", "n1", [0, 1]), meta=b.meta(30 * SECOND)),
+        msgspec.structs.replace(b.exited("ran", "n1"), meta=b.meta(130 * SECOND)),
+    ]
+    lines = [
+        msgspec.json.encode({"seq": n, "subject": subject_for(e), "event": msgspec.Raw(encode(e))})
+        for n, e in enumerate(events, start=1)
+    ]
+    (tmp_path / "log.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    [job] = load(tmp_path / "log.jsonl", "allot-log")
+    assert (job.job_id, job.submit_s, job.duration_s, job.gpus) == ("ran", 0.0, 100.0, 2)
+    assert (job.tier, job.resumable, job.account) == ("interactive", True, "lab/team")
