@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from allot.core import Policy, State, apply, plan
+from allot.core import Policy, State, apply, plan, policy_hash
 from allot.core.accounts import ancestry
 from allot.core.fairshare import StandingsMemo
 from allot.core.model import JobStatus
@@ -41,6 +41,7 @@ from allot.proto.events import (
     Meta,
     NodeRegistered,
     PlanComputed,
+    PolicyAdopted,
     StopRequested,
     UsageCharged,
 )
@@ -69,9 +70,15 @@ class _Run(msgspec.Struct, kw_only=True):
 
 
 class Simulator:
-    def __init__(self, jobs: list[TraceJob], settings: Settings, policy: Policy):
+    def __init__(
+        self, jobs: list[TraceJob], settings: Settings, policy: Policy, record: bool = False
+    ):
         self.settings, self.policy = settings, policy
+        self.policy_hash = policy_hash(policy)
         self.state = State()
+        # With ``record``, every event is kept: a log that replay can verify, showing the
+        # simulator's decisions are the planner's own.
+        self.events: list[Event] | None = [] if record else None
         self.memo = StandingsMemo()
         self.now = 0
         self._ids = itertools.count()
@@ -91,6 +98,12 @@ class Simulator:
             )
             for j in jobs
         }
+        self._add(
+            PolicyAdopted(
+                meta=self._meta(), name=policy.name, policy_hash=self.policy_hash,
+                policy_json=msgspec.json.encode(policy).decode(),
+            )
+        )  # fmt: skip
         self._accounts(sorted({j.account for j in jobs}))
         self.unfinished = len(jobs)
         for job in jobs:
@@ -212,7 +225,7 @@ class Simulator:
         self._add(
             PlanComputed(
                 meta=self._meta(), basis_seq=self.state.seq, now=self.now, policy=self.policy.name,
-                policy_hash="sim", code_version="sim", admissions=decided.admissions,
+                policy_hash=self.policy_hash, code_version="sim", admissions=decided.admissions,
                 pending=decided.pending, preemptions=decided.preemptions, ranks=decided.ranks,
                 holds=decided.holds,
             )
@@ -281,6 +294,8 @@ class Simulator:
 
     def _add(self, event: Event) -> None:
         apply(self.state, self.state.seq + 1, event)
+        if self.events is not None:
+            self.events.append(event)
 
     def _at(self, when: int, kind: str, job_id: str) -> None:
         record = self.state.jobs.get(job_id)
