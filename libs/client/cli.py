@@ -543,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=1, help="for what the trace does not say")
     sim.add_argument("--limit", type=int, help="only the first N jobs")
     sim.add_argument("--json", metavar="OUT", help="also write the metrics as JSON to OUT")
+    sim.add_argument("--report", metavar="DIR", help="write an HTML report with PNG plots")
 
     bench_cmd = commands.add_parser("bench", help="benchmarks, reproducible from a seed")
     benches = bench_cmd.add_subparsers(dest="bench_name", required=True)

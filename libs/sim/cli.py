@@ -3,11 +3,13 @@
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from allot.sim.policies import POLICIES
-from allot.sim.simulator import Settings, simulate
+from allot.sim.report import ReportError, write_report
+from allot.sim.simulator import Settings, run_policy
 from allot.sim.trace import Fill, TraceError, filled, load
 
 SHOWN = (
@@ -44,16 +46,40 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if args.limit:
         jobs = jobs[: args.limit]
     print(f"{len(jobs)} jobs; {fill.describe()}", file=sys.stderr)
-    results = []
+    runs = []
     for name in names:
-        result = simulate(jobs, settings, POLICIES[name], name)
+        result, outcomes = run_policy(jobs, settings, POLICIES[name], name, _bar(name))
         result["fill"] = fill.describe()
-        results.append(result)
+        runs.append((result, outcomes))
+    results = [result for result, _ in runs]
     if args.json:
         written: Any = results if args.compare else results[0]
         Path(args.json).write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")
-    print(table(results))
+    shown = table(results)
+    print(shown)
+    if args.report:
+        try:
+            page = write_report(runs, Path(args.report), shown, fill.describe())
+        except ReportError as error:
+            print(f"allot: {error}", file=sys.stderr)
+            return 2
+        print(f"report: {page}", file=sys.stderr)
     return 0
+
+
+def _bar(name: str) -> Callable[[int, int], None] | None:
+    """A progress bar on a terminal; nothing when the output is a file or a pipe."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(ended: int, total: int) -> None:
+        filled = ended * 30 // total
+        print(f"\r{name:>9} [{'#' * filled}{'.' * (30 - filled)}] {ended}/{total} jobs", end="",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if ended == total:
+            print(file=sys.stderr)
+
+    return show
 
 
 def table(results: list[dict[str, Any]]) -> str:

@@ -18,6 +18,7 @@ Seeded and deterministic: no wall clock or unseeded randomness decides anything.
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -123,9 +124,17 @@ class Simulator:
             )  # fmt: skip
         self._at(HOUR_NS, "account", "")
 
-    def run(self) -> tuple[list[JobOutcome], float]:
-        """Until every job has ended: the outcomes and the virtual end time (s)."""
+    def run(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[list[JobOutcome], float]:
+        """Until every job has ended: the outcomes and the virtual end time (s).
+        ``progress(ended, total)`` is called as every further 1% of the jobs ends."""
+        total, told = len(self.runs), 0
         while self._queue and self.unfinished:
+            ended = total - self.unfinished
+            if progress is not None and ended * 100 // total > told:
+                told = ended * 100 // total
+                progress(ended, total)
             self.now = self._queue[0][0]
             while self._queue and self._queue[0][0] == self.now:
                 _, _, kind, job_id, attempt = heapq.heappop(self._queue)
@@ -134,6 +143,8 @@ class Simulator:
                     continue
                 getattr(self, f"_on_{kind}")(job_id)
             self._plan()
+        if progress is not None:
+            progress(total - self.unfinished, total)
         return [r.outcome for r in self.runs.values()], self.now / S
 
     def _accounts(self, leaves: list[str]) -> None:
@@ -305,7 +316,19 @@ class Simulator:
 
 def simulate(jobs: list[TraceJob], settings: Settings, policy: Policy, name: str) -> dict[str, Any]:
     """Run the trace under ``policy``; the metrics of ``allot.sim.metrics``."""
+    return run_policy(jobs, settings, policy, name)[0]
+
+
+def run_policy(
+    jobs: list[TraceJob],
+    settings: Settings,
+    policy: Policy,
+    name: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, Any], list[JobOutcome]]:
+    """The metrics of a run, and what happened to each job (for plots)."""
     started = time.perf_counter()
-    outcomes, end_s = Simulator(jobs, settings, policy).run()
+    outcomes, end_s = Simulator(jobs, settings, policy).run(progress)
     wall = time.perf_counter() - started
-    return compute(name, outcomes, settings.nodes * settings.gpus_per_node, end_s, wall_s=wall)
+    gpus = settings.nodes * settings.gpus_per_node
+    return compute(name, outcomes, gpus, end_s, wall_s=wall), outcomes

@@ -157,3 +157,34 @@ def test_the_simulators_decisions_are_the_planners_own_as_replay_verifies() -> N
         result = verify(records, records, "sim")
         assert result.divergences == [], name
         assert result.plans > 3, name
+
+
+def test_a_comparison_writes_an_html_report_with_its_plots(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(
+        "job_id,submit_s,duration_s,gpus,account,tier\n"
+        "a,0,4000,2,x,batch\nb,10,50,1,y,interactive\nc,20,7000,2,y,batch\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
+         "--cluster", "1x2", "--compare", "fifo,allot", "--report", str(tmp_path / "report")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "report" / "report.html").read_text()
+    for name in ("waits.png", "owed_delivered.png", "occupancy.png"):
+        assert f'src="{name}"' in page
+        assert (tmp_path / "report" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "fifo" in page
+    assert "allot" in page
+    assert "filled (seed 1)" in page
+
+
+def test_progress_is_told_as_jobs_end() -> None:
+    jobs = trace(*[(f"j{n}", n, 10, 1, "x") for n in range(50)], tier="batch")
+    told: list[tuple[int, int]] = []
+    Simulator(jobs, Settings(nodes=1, gpus_per_node=2), DEFAULT_POLICY).run(
+        lambda ended, total: told.append((ended, total))
+    )
+    assert told
+    assert all(total == 50 for _, total in told)
+    assert [ended for ended, _ in told] == sorted({ended for ended, _ in told})
