@@ -23,17 +23,42 @@ log = logging.getLogger("allot")
 
 
 async def follow_state(
-    events: EventLog, state: State, on_caught_up: Callable[[], Awaitable[None]]
+    events: EventLog,
+    state: State,
+    on_caught_up: Callable[[], Awaitable[None]],
+    tick_s: float | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
-    written so far has been folded, so decisions never rest on a half-read log."""
-    if await events.last_seq() <= state.seq:
-        await on_caught_up()
-    async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
-        async for record in records:
-            apply_record(state, record)
-            if record.pending == 0:
-                await on_caught_up()
+    written so far has been folded, so decisions never rest on a half-read log. With
+    ``tick_s``, also every ``tick_s`` seconds while the log is quiet: for decisions that
+    time alone makes due (aging, grace periods, runtimes). Calls never overlap."""
+    one_at_a_time = asyncio.Lock()
+
+    async def caught_up() -> None:
+        async with one_at_a_time:
+            await on_caught_up()
+
+    async def tick(period: float) -> None:
+        while True:
+            await asyncio.sleep(period)
+            with contextlib.suppress(Exception):  # the follow loop reports real trouble
+                if await events.last_seq() <= state.seq:
+                    await caught_up()
+
+    ticker = asyncio.create_task(tick(tick_s)) if tick_s is not None else None
+    try:
+        if await events.last_seq() <= state.seq:
+            await caught_up()
+        async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
+            async for record in records:
+                apply_record(state, record)
+                if record.pending == 0:
+                    await caught_up()
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
 
 
 class Clock:

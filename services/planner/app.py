@@ -9,8 +9,6 @@ again every ``tick`` seconds while the log is quiet; a job past its account's ma
 gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless)."""
 
 import argparse
-import asyncio
-import contextlib
 import gc
 import logging
 
@@ -47,7 +45,6 @@ class Planner:
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
         self._memo = StandingsMemo()
-        self._planning = asyncio.Lock()
 
     async def run(self) -> None:
         adopted = PolicyAdopted(
@@ -58,25 +55,11 @@ class Planner:
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
         await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
-        ticker = asyncio.create_task(self._tick())
-        try:
-            await follow_state(self.events, self.state, self.plan_once)
-        finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(self.tick_s)
-            with contextlib.suppress(Exception):  # the follow loop reports real trouble
-                if await self.events.last_seq() <= self.state.seq:
-                    await self.plan_once()
+        await follow_state(self.events, self.state, self.plan_once, self.tick_s)
 
     async def plan_once(self) -> None:
-        async with self._planning:
-            await self._plan()
-            await self._report_overdue()
+        await self._plan()
+        await self._report_overdue()
 
     async def _report_overdue(self) -> None:
         for late in overdue(self.state, self.clock.now()):

@@ -7,8 +7,6 @@ the log each time, so a restarted preemptor finishes whatever its predecessor be
 """
 
 import argparse
-import asyncio
-import contextlib
 import logging
 
 from allot.bus.eventlog import EventLog
@@ -34,31 +32,16 @@ class Preemptor:
         self.clock = clock or Clock()
         self.tick_s = tick_s
         self.state = State()
-        self._acting = asyncio.Lock()
 
     async def run(self) -> None:
-        ticker = asyncio.create_task(self._tick())
-        try:
-            await follow_state(self.events, self.state, self.act)
-        finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
-
-    async def _tick(self) -> None:
-        """Grace periods and runtimes end without any event: look again now and then."""
-        while True:
-            await asyncio.sleep(self.tick_s)
-            with contextlib.suppress(Exception):  # the follow loop reports real trouble
-                if await self.events.last_seq() <= self.state.seq:
-                    await self.act()
+        # Grace periods and runtimes end without any event: the tick looks again.
+        await follow_state(self.events, self.state, self.act, self.tick_s)
 
     async def act(self) -> None:
-        async with self._acting:
-            for action in due(self.state, self.clock.now()):
-                for event, msg_id in self._events_for(action):
-                    await self.events.append(event, msg_id=msg_id)
-                log.info("%s", action)
+        for action in due(self.state, self.clock.now()):
+            for event, msg_id in self._events_for(action):
+                await self.events.append(event, msg_id=msg_id)
+            log.info("%s", action)
 
     def _events_for(self, action: Action) -> list[tuple[Event, str]]:
         meta = stamp("preemptor", self.clock)
