@@ -232,7 +232,9 @@ def measure(state: State, repeat: int) -> dict[str, Any]:
         "cycle_ms_p99": percentile(timings, 99),
         "cold_cycle_ms": cold_ms,
         "admitted": len(decided.admissions),
-        "reasons": dict(sorted(Counter(w.reason.code for w in decided.waiting).items())),
+        "looked_at": len(decided.waiting) + len(decided.admissions),
+        # Every job is new to this state: each gets a reason (QUEUED past where it stopped).
+        "reasons": dict(sorted(Counter(r.code for r in decided.pending).items())),
         "reservation": decided.reservation is not None,
     }
 

@@ -106,7 +106,7 @@ def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
     now (the figures of the moment included), its account's rank and an estimated start
     where one is known."""
     ranked = standings(state, now, DEFAULT_POLICY.fair_share)
-    decided = plan(state, now, DEFAULT_POLICY)
+    decided = plan(state, now, DEFAULT_POLICY, whole_queue=True)
     waiting = {w.reason.job_id: w for w in decided.waiting}
     rows = []
     for position, job in enumerate(queue(state, now, DEFAULT_POLICY), start=1):
@@ -290,7 +290,7 @@ def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
         },
     }
     if job.job_id in state.pending:
-        decided = plan(state, now, DEFAULT_POLICY)
+        decided = plan(state, now, DEFAULT_POLICY, whole_queue=True)
         seen = next((w for w in decided.waiting if w.reason.job_id == job.job_id), None)
         view["queue_length"] = len(state.pending)
         view["recorded_reason"] = reason_text(job.reason)

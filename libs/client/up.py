@@ -177,7 +177,7 @@ async def show_preemption(
             job = state.jobs.get(train)
             if job is None:
                 continue
-            alone = {j for n in state.nodes.values() for j in n.allocated.values()} == {train}
+            alone = set(state.holding) == {train}
             if notebook is None and job.checkpoint_step >= 1 and alone:
                 spec = JobSpec(
                     account="demo", name="notebook", gpus=gpus, workers=nodes,

@@ -59,7 +59,7 @@ Action = Stop | Kill | Account | Requeue | Drained
 
 def due(state: State, now: int) -> list[Action]:
     actions: list[Action] = []
-    holders = sorted({j for node in state.nodes.values() for j in node.allocated.values()})
+    holders = sorted(state.holding)
     for job_id in holders:
         job = state.jobs[job_id]
         if job.stop is None:

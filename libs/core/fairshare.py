@@ -3,7 +3,9 @@
 1. Usage decays: a GPU-millisecond charged one half-life ago counts half (or, in the
    sliding-window variant, usage counts fully inside the window and not at all outside).
    Decay is computed in integers, halving per whole half-life and interpolating linearly
-   inside one, so every machine folds the same numbers.
+   inside one, so every machine folds the same numbers. An hour's usage is aged from the
+   end of that hour (older than two days, from the end of its day:
+   ``allot.core.model.AccountUsage``), to the start of the minute: ranks keep a minute.
 2. Among siblings, an account's level factor is its share (weight / sum of sibling weights)
    divided by its usage (its decayed usage / the siblings' total). An account with no usage
    yet comes first. Factors are exact fractions.
@@ -23,7 +25,7 @@ from allot.core.accounts import ancestry, parent_of
 from allot.core.model import HOUR_NS, AccountUsage, State
 
 DAY_NS = 24 * HOUR_NS
-RESOLUTION_NS = 60 * 10**9  # usage is aged to the start of the minute: ranks keep a minute
+RESOLUTION_NS = 60 * 10**9  # usage is aged to the start of the minute
 _PPM = 1_000_000
 
 
@@ -77,7 +79,7 @@ def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
             for hour, gpu_ms in usage.by_hour.items()
             if max(0, now - (hour + 1) * HOUR_NS) < window
         )
-    # ``decayed`` inlined: this loop runs over every hour of history at every new minute.
+    # ``decayed`` inlined: this loop runs over every bucket of history.
     half_life, total = policy.half_life_ns, 0
     for hour, gpu_ms in usage.by_hour.items():
         age = now - (hour + 1) * HOUR_NS
@@ -92,19 +94,37 @@ def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
 
 
 class StandingsMemo:
-    """Remembers the last ranking: it cannot change until usage or accounts change or the
-    minute turns, and recomputing it reads every hour of usage history. Using the memo or
-    not gives the same ranking, so replay (which does not) agrees with the planner."""
+    """Remembers each account's counted usage and the last ranking: an account's usage
+    cannot change until it is charged, its old usage is merged into days, or the minute
+    turns; the ranking, until some usage or the accounts change. Using the memo or not
+    gives the same ranking, so replay agrees with the planner whichever it does."""
 
     def __init__(self) -> None:
-        self._key: tuple[int, int, int, FairSharePolicy] | None = None
+        self._usage: dict[str, tuple[tuple[object, ...], int]] = {}
+        self._key: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
 
     def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
-        key = (id(state), state.fair_share_version, now - now % RESOLUTION_NS, policy)
+        now -= now % RESOLUTION_NS
+        weights = tree_weights(state)
+        usage = {path: self._usage_at(state, path, now, policy) for path in weights}
+        key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
-            self._key, self._value = key, standings(state, now, policy)
+            self._key, self._value = key, _ranked(weights, usage)
         return self._value
+
+    def _usage_at(self, state: State, path: str, now: int, policy: FairSharePolicy) -> int:
+        usage = state.usage.get(path)
+        if usage is None:
+            return 0
+        # Charges only add, so the same total and the same merge mean the same buckets.
+        counted = (now, usage.total_gpu_ms, usage.daily_before, policy)
+        seen = self._usage.get(path)
+        if seen is not None and seen[0] == counted:
+            return seen[1]
+        value = usage_at(usage, now, policy)
+        self._usage[path] = (counted, value)
+        return value
 
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
@@ -112,13 +132,17 @@ def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Stan
     ``now``'s minute."""
     now -= now % RESOLUTION_NS
     weights = tree_weights(state)
-    children: dict[str | None, list[str]] = {}
-    for path in sorted(weights):
-        children.setdefault(parent_of(path), []).append(path)
     usage = {
         path: usage_at(state.usage[path], now, policy) if path in state.usage else 0
         for path in weights
     }
+    return _ranked(weights, usage)
+
+
+def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standing]:
+    children: dict[str | None, list[str]] = {}
+    for path in sorted(weights):
+        children.setdefault(parent_of(path), []).append(path)
     result: dict[str, Standing] = {}
 
     def visit(parent: str | None) -> None:

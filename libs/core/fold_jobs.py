@@ -8,6 +8,8 @@ from allot.core.model import (
     State,
     UnbilledRun,
 )
+from allot.core.quota import needs
+from allot.core.topology import model_of
 from allot.proto.events import (
     Admission,
     Event,
@@ -52,11 +54,18 @@ def release(state: State, job: JobRecord, at: int) -> None:
         for index in gpus:
             if node.allocated.get(index) == job.job_id:
                 del node.allocated[index]
+    amounts = state.holding.pop(job.job_id, None)
+    if amounts is not None:
+        held = state.held[job.spec.account]
+        for resource, amount in amounts.items():
+            held[resource] -= amount
+        if not any(held.values()):
+            del state.held[job.spec.account]
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
     release(state, job, at)
-    state.pending.pop(job.job_id, None)
+    state.dequeue(job)
     state.holds.pop(job.job_id, None)
     state.stopped.pop(job.job_id, None)
     job.status = status
@@ -78,7 +87,7 @@ def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
     state.stopped.pop(job.job_id, None)
     job.attempts += 1
     job.end_reason = reason
-    state.pending[job.job_id] = None
+    state.enqueue(job)
 
 
 # --- jobs -------------------------------------------------------------------------------
@@ -96,7 +105,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         queued_at=e.meta.at,
         idempotency_key=e.idempotency_key,
     )
-    state.pending[e.job_id] = None
+    state.enqueue(state.jobs[e.job_id])
     if e.spec.account not in state.job_accounts:
         state.job_accounts[e.spec.account] = None
         state.fair_share_version += 1
@@ -283,13 +292,19 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             node = state.nodes[placement.node_id]
             for index in placement.gpus:
                 node.allocated[index] = job.job_id
+        model = model_of(state.nodes[admission.placements[0].node_id])
+        gpus = sum(len(p.gpus) for p in admission.placements)
+        amounts = state.holding[job.job_id] = needs(job.spec, model, gpus)
+        held = state.held.setdefault(job.spec.account, {})
+        for resource, amount in amounts.items():
+            held[resource] = held.get(resource, 0) + amount
         job.status = JobStatus.ADMITTED
         job.placements = {p.node_id: list(p.gpus) for p in admission.placements}
         job.started_on, job.exited_on = {}, {}
         job.admitted_at = e.now
         job.funded = admission.funded
         job.reason = None
-        del state.pending[job.job_id]
+        state.dequeue(job)
         state.holds.pop(job.job_id, None)
     for preemption in e.preemptions:
         victim = state.jobs.get(preemption.job_id)
@@ -310,6 +325,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         waiting = state.jobs.get(reason.job_id)
         if waiting is not None and waiting.status == JobStatus.PENDING:
             waiting.reason = reason
+            state.unstated.pop(reason.job_id, None)
     state.last_plan_seq = seq
 
 

@@ -56,13 +56,12 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]
-    state.fair_share_version += 1
     by_hour = split(e.from_ns, e.to_ns, e.gpu_ms, 0, HOUR_NS)
     for account in ancestry(e.path):
         usage = state.usage.setdefault(account, AccountUsage())
         usage.total_gpu_ms += e.gpu_ms
         for hour, amount in by_hour:
-            usage.by_hour[hour] = usage.by_hour.get(hour, 0) + amount
+            usage.add(hour, amount)
         budget = state.budgets.get(account)
         if budget is not None:
             for period, amount in split(

@@ -1,5 +1,6 @@
 """The state that folding the log builds: jobs, nodes, and what was ignored and why."""
 
+import bisect
 import enum
 from collections.abc import Callable
 from typing import Any
@@ -127,12 +128,40 @@ class UnbilledRun(msgspec.Struct, kw_only=True):
     until_ns: int | None = None  # when the attempt stopped holding GPUs; None while it runs
 
 
+KEEP_HOURLY = 48  # hours of usage kept hour by hour, before the latest charged
+
+
 class AccountUsage(msgspec.Struct, kw_only=True):
-    """What an account (with everything below it) was charged: in total, and per hour of
-    charge time, so fair share can decay or window it with any policy."""
+    """What an account (with everything below it) was charged: in total, and per bucket of
+    the time it was used, so fair share can decay or window it with any policy.
+
+    A bucket is an hour index (ns // HOUR_NS). Usage more than ``KEEP_HOURLY`` hours older
+    than the latest charged is merged into its day, kept under the day's last hour: fair
+    share reads a few hundred buckets however long the history (docs/adr/0005)."""
 
     total_gpu_ms: int = 0
-    by_hour: dict[int, int] = {}  # hour index (to_ns // HOUR_NS) -> GPU-ms charged
+    by_hour: dict[int, int] = {}  # bucket -> GPU-ms used in it
+    daily_before: int = 0  # hours before this one are kept per day
+    latest: int = -1  # the latest hour charged
+
+    def add(self, hour: int, gpu_ms: int) -> None:
+        if hour < self.daily_before:
+            hour = _day_end(hour)
+        self.by_hour[hour] = self.by_hour.get(hour, 0) + gpu_ms
+        if hour <= self.latest:
+            return
+        self.latest = hour
+        boundary = (hour - KEEP_HOURLY) // 24 * 24
+        if boundary > self.daily_before:
+            for old in [h for h in self.by_hour if self.daily_before <= h < boundary]:
+                if old != _day_end(old):
+                    day = _day_end(old)
+                    self.by_hour[day] = self.by_hour.get(day, 0) + self.by_hour.pop(old)
+            self.daily_before = boundary
+
+
+def _day_end(hour: int) -> int:
+    return hour // 24 * 24 + 23
 
 
 class Budget(msgspec.Struct, kw_only=True):
@@ -174,22 +203,49 @@ class State:
         self.seq = 0  # last stream sequence folded
         self.jobs: dict[str, JobRecord] = {}
         self.nodes: dict[str, NodeRecord] = {}
-        # Job ids waiting for a plan; insertion order is log order, planners sort anyway.
+        # Job ids waiting for a plan; insertion order is log order.
         self.pending: dict[str, None] = {}
+        # (tier, account) -> its waiting jobs as (submission seq, job id), in submission
+        # order: a planner merges these few queues instead of sorting every waiting job.
+        self.queues: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # Waiting jobs no plan has stated a reason for yet, in log order.
+        self.unstated: dict[str, None] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
         self.accounts: dict[str, AccountSettings] = {}  # path -> settings
         self.job_accounts: dict[str, None] = {}  # every account a job was submitted to
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
+        # Job holding GPUs (admitted or running) -> what it holds of each quota resource,
+        # and those summed per account: a planning cycle reads these, not every node.
+        self.holding: dict[str, dict[str, int]] = {}
+        self.held: dict[str, dict[str, int]] = {}
         # Waiting job -> GPUs kept for it while the jobs preempted for it stop.
         self.holds: dict[str, list[Placement]] = {}
         self.stopped: dict[str, None] = {}  # preempted jobs not yet requeued or ended
         self.policies: dict[str, str] = {}  # policy hash -> its settings (JSON)
-        self.fair_share_version = 0  # bumped whenever accounts or usage change
+        self.fair_share_version = 0  # bumped whenever the accounts change (not their usage)
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0
+
+    def enqueue(self, job: JobRecord) -> None:
+        """``job`` waits for a plan (again)."""
+        self.pending[job.job_id] = None
+        self.unstated[job.job_id] = None
+        group = (job.spec.tier, job.spec.account)
+        bisect.insort(self.queues.setdefault(group, []), (job.submitted_seq, job.job_id))
+
+    def dequeue(self, job: JobRecord) -> None:
+        """``job`` waits no more (admitted or ended); nothing if it was not waiting."""
+        if self.pending.pop(job.job_id, False) is False:
+            return
+        self.unstated.pop(job.job_id, None)
+        group = (job.spec.tier, job.spec.account)
+        queue = self.queues[group]
+        del queue[bisect.bisect_left(queue, (job.submitted_seq, job.job_id))]
+        if not queue:
+            del self.queues[group]
 
     def note_ignored(self, seq: int, type_name: str, reason: str) -> None:
         """Record an event the fold could not apply (the latest ones are kept)."""

@@ -25,7 +25,11 @@ queue`` and ``allot explain``, and are recomputable from any plan's basis.
    ends (``allot.core.preemption``).
 """
 
+import functools
 import hashlib
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 import msgspec
@@ -70,6 +74,8 @@ NO_BLOCK = "NO_BLOCK"  # enough GPUs are free, but not in one block of its topol
 BEHIND = "BEHIND"  # the GPUs it would fit were taken by higher-ranked jobs in this cycle
 NO_FIT = "NO_FIT"  # fewer GPUs are free than it needs
 PREEMPTING = "PREEMPTING"  # jobs are being stopped for it; their GPUs are kept for it
+# Not looked at yet: a cycle stops at the policy's queue depth, or once no GPU is left.
+QUEUED = "QUEUED"
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +97,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     quotas: bool = True  # honour the accounts' quotas (step 3)
     grounds: tuple[str, ...] = (TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN)  # to preempt on
     max_age_ns: int = 7 * 24 * HOUR_NS  # multifactor: the age at which the age factor is full
+    queue_depth: int = 100  # jobs a cycle looks at, at most (Slurm's default_queue_depth)
 
 
 DEFAULT_POLICY = Policy()
@@ -131,14 +138,39 @@ def policy_hash(policy: Policy) -> str:
     return hashlib.sha256(msgspec.json.encode(policy)).hexdigest()[:16]
 
 
-def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = None) -> Plan:
+def plan(
+    state: State,
+    now: int,
+    policy: Policy,
+    memo: StandingsMemo | None = None,
+    whole_queue: bool = False,
+) -> Plan:
     """Decide which pending jobs start where. ``now`` is recorded, not read. A ``memo``
-    saves recomputing fair share between plans; it never changes the plan."""
+    saves recomputing fair share between plans; it never changes the plan.
+
+    A cycle looks at the queue in order up to the policy's ``queue_depth``, and stops
+    early once nothing more could start (no GPU is left free); the jobs it does not reach
+    keep the reason last stated, or are told QUEUED if none was (docs/adr/0010).
+    ``whole_queue`` looks at every job, for showing each one's reason: what ``allot
+    queue`` and ``allot explain`` do."""
     ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
     cycle = _Cycle(state, now, policy, ranked)
-    queued = _queue(state, ranked, now, policy)
+    queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
+    depth = len(state.pending) if whole_queue else policy.queue_depth
+    unseen_holds = len(state.holds)
     blocked = False
-    for position, job in enumerate(queued, 1):
+    passed: list[tuple[int, JobRecord]] = []  # not looked at, though the cycle went on
+    for position, job in queued:
+        if job.job_id in state.holds:
+            unseen_holds -= 1
+        elif not whole_queue and (position > depth or blocked or cycle.no_room()):
+            if unseen_holds:
+                continue  # a job others are stopped for may still start on its GPUs
+            queued = itertools.chain([(position, job)], queued)
+            break
+        elif not whole_queue and cycle.only_reserved_room() and not cycle.ends_in_time(job):
+            passed.append((position, job))  # the only free GPUs are kept for the reservation
+            continue
         if blocked:  # strict order: nothing passes the first job that waits
             cycle.behind(job, position)
             continue
@@ -146,13 +178,16 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
         cycle.consider(job, position)
         blocked = policy.strict and len(cycle.admitted) == admitted
     if policy.preemption:
-        cycle.preempt()
+        rest = itertools.takewhile(lambda seen: seen[0] <= depth, queued)
+        cycle.preempt(itertools.chain(passed, rest))
     cycle.grow_elastic()
-    waiting_accounts = sorted({job.spec.account for job in queued})
+    stated = [w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason]
+    looked_at = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     return Plan(
         admissions=[cycle.admission(a) for a in cycle.admitted],
-        pending=[w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason],
-        ranks=[_rank(ranked[a]) for a in waiting_accounts if a in ranked],
+        pending=stated
+        + [PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at],
+        ranks=[_rank(ranked[a]) for a in _waiting_accounts(state) if a in ranked],
         waiting=cycle.waiting,
         reservation=cycle.reservation,
         preemptions=cycle.preemptions,
@@ -162,10 +197,40 @@ def plan(state: State, now: int, policy: Policy, memo: StandingsMemo | None = No
 
 def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
     """The pending jobs in the order the planner considers them at ``now``."""
-    return _queue(state, standings(state, now, policy.fair_share), now, policy)
+    return list(_ordered(state, standings(state, now, policy.fair_share), now, policy))
 
 
-def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) -> list[JobRecord]:
+def _waiting_accounts(state: State) -> list[str]:
+    return sorted({account for _, account in state.queues})
+
+
+def _ordered(
+    state: State, ranked: dict[str, Standing], now: int, policy: Policy
+) -> Iterator[JobRecord]:
+    """The pending jobs in the planner's order, produced lazily: every ordering keeps the
+    jobs of one tier and account in submission order, so merging those queues by the key of
+    their next job gives the whole order without sorting it, and a cycle that stops early
+    pays only for what it looked at."""
+    key = _order_key(state, ranked, now, policy)
+    queues = list(state.queues.values())
+    heads = []
+    for n, entries in enumerate(queues):
+        job = state.jobs[entries[0][1]]
+        heads.append((key(job), n, 0, job))
+    heapq.heapify(heads)
+    while heads:
+        _, n, i, job = heads[0]
+        yield job
+        if i + 1 < len(queues[n]):
+            after = state.jobs[queues[n][i + 1][1]]
+            heapq.heapreplace(heads, (key(after), n, i + 1, after))
+        else:
+            heapq.heappop(heads)
+
+
+def _order_key(
+    state: State, ranked: dict[str, Standing], now: int, policy: Policy
+) -> Callable[[JobRecord], tuple[object, ...]]:
     outside_the_tree = len(ranked) + 1
     exhausted = _exhausted_accounts(state, now)
     standing = {  # account -> (budget exhausted, fair-share rank)
@@ -179,30 +244,26 @@ def _queue(state: State, ranked: dict[str, Standing], now: int, policy: Policy) 
     step, most = policy.aging_step_ns, policy.aging_max_ranks
     accounts = max(1, len(ranked))
 
-    def fair_share(job: JobRecord) -> tuple[int, ...]:
+    def fair_share(job: JobRecord) -> tuple[object, ...]:
         lift = max(0, min((now - job.submitted_at) // step, most))
         spent, rank = standing[job.spec.account]
-        return (tier[job.spec.tier], spent, rank - lift)
+        return (tier[job.spec.tier], spent, rank - lift, job.submitted_seq, job.job_id)
 
-    def multifactor(job: JobRecord) -> tuple[int, ...]:
+    def multifactor(job: JobRecord) -> tuple[object, ...]:
         # Slurm's priority/multifactor with equal weights for age and fair share (Fair
         # Tree's factor is the account's rank from the top, as a fraction).
         age = min(max(0, now - job.submitted_at), policy.max_age_ns) * 1_000_000
         rank = standing[job.spec.account][1]
         share = (accounts - min(rank, accounts) + 1) * 1_000_000 // accounts
-        return (-(age // policy.max_age_ns + share),)
+        return (-(age // policy.max_age_ns + share), job.submitted_seq, job.job_id)
 
-    keys = {
+    keys: dict[str, Callable[[JobRecord], tuple[object, ...]]] = {
         "fair-share": fair_share,
-        "fifo": lambda job: (),
-        "tier": lambda job: (tier[job.spec.tier],),
+        "fifo": lambda job: (job.submitted_seq, job.job_id),
+        "tier": lambda job: (tier[job.spec.tier], job.submitted_seq, job.job_id),
         "multifactor": multifactor,
     }
-    first = keys[policy.order]
-    return sorted(
-        (state.jobs[job_id] for job_id in state.pending),
-        key=lambda job: (*first(job), job.submitted_seq, job.job_id),
-    )
+    return keys[policy.order]
 
 
 def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
@@ -262,7 +323,7 @@ class _Cycle:
         self.preemptions: list[Preemption] = []
         self.holds: list[Hold] = []  # new holds, and emptied ones that end
         self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
-        for job_id in sorted({j for n in state.nodes.values() for j in n.allocated.values()}):
+        for job_id in state.holding:
             chosen = state.jobs[job_id].preemption
             if chosen is not None and "for" in chosen.params:
                 waiting = str(chosen.params["for"])
@@ -276,6 +337,22 @@ class _Cycle:
     def admission(self, admitted: _Admitted) -> Admission:
         return Admission(
             job_id=admitted.job.job_id, placements=admitted.placements, funded=admitted.funded
+        )
+
+    def only_reserved_room(self) -> bool:
+        """The only free GPUs are those held for the reservation."""
+        return self.reservation is not None and not any(self.capacity.free_by_model.values())
+
+    def ends_in_time(self, job: JobRecord) -> bool:
+        """It declares an end before the reservation starts: it may use the held GPUs."""
+        return self._ends_before_reservation(job)
+
+    def no_room(self) -> bool:
+        """No GPU is left that a waiting job could take (backfill may use the GPUs held
+        for the reservation). Without schedulable nodes, each job is told so."""
+        held = self.reservation is not None and self.reservation.held
+        return (
+            bool(self.capacity.nodes) and not held and not any(self.capacity.free_by_model.values())
         )
 
     # --- one job ---
@@ -477,8 +554,7 @@ class _Cycle:
     def _releases(self) -> list[tuple[int, dict[str, list[int]]]]:
         """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
         ends: list[tuple[int, str, dict[str, list[int]]]] = []
-        holders = {j for node in self.state.nodes.values() for j in node.allocated.values()}
-        for job_id in sorted(holders):
+        for job_id in self.state.holding:  # in any order: sorted below
             job = self.state.jobs[job_id]
             if job.spec.max_runtime_ns is not None:
                 began = job.started_at if job.status == JobStatus.RUNNING else self.now
@@ -493,10 +569,11 @@ class _Cycle:
 
     # --- preemption ---
 
-    def preempt(self) -> None:
+    def preempt(self, rest: Iterable[tuple[int, JobRecord]]) -> None:
         """Step 8: waiting jobs short of room, in queue order, pick the cheapest running
         jobs they are owed (``allot.core.preemption``); the GPUs they will take are held
-        for them. Then jobs on draining nodes are stopped as their protection ends."""
+        for them. ``rest``: the jobs the cycle did not reach, in order. Then jobs on
+        draining nodes are stopped as their protection ends."""
         restart_ms = self.policy.restart_overhead_ns // 1_000_000
         over_share = frozenset(
             a for a, s in self.ranked.items() if s.level_factor is not None and s.level_factor < 1
@@ -504,15 +581,21 @@ class _Cycle:
         chosen_victims: set[str] = set()
         running = stoppable_jobs(self.state, self.now, restart_ms, self.policy.time_slice_ns)
         tries = self.policy.preemptors_per_cycle if running.jobs else 0
-        for n, waiting in enumerate(self.waiting):
-            job = self.state.jobs[waiting.reason.job_id]
+        # Jobs alike in what they may claim, that were owed nothing (or could not use what
+        # they were owed): victims only get fewer as the cycle goes, so neither is one
+        # like them.
+        owed_nothing: set[tuple[object, ...]] = set()
+        for n, job, position in self._short_of_room(rest):
             if tries == 0:
                 break
-            if waiting.reason.code not in (NO_FIT, NO_BLOCK, BEHIND):
-                continue
-            if job.job_id in self.state.holds or job.spec.account in self.exhausted:
-                continue
             spec, standing = job.spec, self.ranked.get(job.spec.account)
+            alike = (spec.account, spec.tier, spec.workers, spec.gpus, spec.topology,
+                     spec.flavor, spec.cpus, spec.memory_mib, spec.min_runtime_ns)  # fmt: skip
+            if alike in owed_nothing:
+                continue
+            if n is None and self.quotas.models_allowed(spec, self._models_of(job))[1]:
+                owed_nothing.add(alike)  # not reached, and its quota would refuse it
+                continue
             reserved = dict(self.budget_reserved)
             grounds = Grounds(  # the dearer grounds only where some running job could meet them
                 funded=running.any_unfunded and fund(self.state, spec, self.now, reserved),
@@ -528,6 +611,7 @@ class _Cycle:
             )
             owed = candidates(running, spec, grounds, self.now, chosen_victims)
             if not owed:
+                owed_nothing.add(alike)
                 continue
             tries -= 1
             models = self.quotas.models_allowed(spec, self._models_of(job))[0]
@@ -544,6 +628,8 @@ class _Cycle:
                 # Next cycle the hold alone speaks for it.
                 self.capacity.take(held.node_id, held.gpus)
             if found is None:
+                if own is None:
+                    owed_nothing.add(alike)
                 continue
             victims, placements = found
             code_of = {victim.job_id: code for victim, code in owed}
@@ -556,13 +642,34 @@ class _Cycle:
             self.holds.append(Hold(job_id=job.job_id, placements=placements))
             self._hold(placements, take=True)
             reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
-            detail: ReasonParams = {"stopping": len(victims)}
-            self.waiting[n] = Waiting(reason=reason, position=waiting.position, detail=detail)
+            stopping = Waiting(reason=reason, position=position, detail={"stopping": len(victims)})
+            if n is None:
+                self.waiting.append(stopping)
+            else:
+                self.waiting[n] = stopping
         for job_id, node_id in draining(self.state, self.now):
             if job_id not in chosen_victims and DRAIN in self.policy.grounds:
                 self.preemptions.append(
                     Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
                 )
+
+    def _short_of_room(
+        self, rest: Iterable[tuple[int, JobRecord]]
+    ) -> Iterator[tuple[int | None, JobRecord, int]]:
+        """Waiting jobs that lack only room, in queue order, as (their index in
+        ``waiting``, or None for one the cycle did not look at; the job; its position)."""
+        looked_at = (
+            (waiting.position, n, self.state.jobs[waiting.reason.job_id])
+            for n, waiting in enumerate(self.waiting)
+            if waiting.reason.code in (NO_FIT, NO_BLOCK, BEHIND)
+        )
+        not_looked_at = ((position, None, job) for position, job in rest)
+        for position, n, job in heapq.merge(looked_at, not_looked_at, key=lambda e: e[0]):
+            spec = job.spec
+            if job.job_id in self.state.holds or spec.account in self.exhausted:
+                continue
+            if n is not None or not spec.flavor or spec.flavor in self.capacity.free_by_model:
+                yield n, job, position
 
     # --- elastic growth ---
 
@@ -594,6 +701,7 @@ class _Cycle:
             admitted.placements = [grown]
 
 
+@functools.lru_cache(maxsize=4096)  # ranks change hourly; plans state them every cycle
 def _rank(standing: Standing) -> AccountRank:
     return AccountRank(
         account=standing.account,

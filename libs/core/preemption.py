@@ -236,13 +236,15 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Stoppable(msgspec.Struct, kw_only=True):
-    """The running jobs that may be stopped now, with their cost, by job id; and what
-    grounds could apply to any of them, so a waiting job with none skips the scan."""
+    """The running jobs that may be stopped now, by job id; and what grounds could apply
+    to any of them, so a waiting job with none skips the scan."""
 
-    jobs: list[tuple[JobRecord, Victim]]
+    jobs: list[JobRecord]
     lowest_tier: int  # the least urgent tier among them (an index into TIERS), -1: none
     any_unfunded: bool
     sliceable: frozenset[str]  # accounts with a resumable job past the time slice
+    now: int
+    restart_overhead_ms: int
 
 
 def stoppable_jobs(
@@ -250,19 +252,19 @@ def stoppable_jobs(
 ) -> Stoppable:
     """Computed once per cycle, then filtered for each waiting job by what it is owed."""
     jobs, lowest, unfunded, sliceable = [], -1, False, set()
-    for job_id in sorted({j for node in state.nodes.values() for j in node.allocated.values()}):
+    for job_id in sorted(state.holding):
         job = state.jobs[job_id]
         if not stoppable(job, now):
             continue
-        cost = cost_of(job, now, restart_overhead_ms)
-        jobs.append((job, Victim(job_id=job_id, placements=job.placements, cost=cost)))
+        jobs.append(job)
         lowest = max(lowest, _TIER_RANK[job.spec.tier])
         unfunded = unfunded or not job.funded
         if time_slice_ns is not None and _past_slice(job, now, time_slice_ns):
             sliceable.add(job.spec.account)
     return Stoppable(
-        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliceable=frozenset(sliceable)
-    )
+        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliceable=frozenset(sliceable),
+        now=now, restart_overhead_ms=restart_overhead_ms,
+    )  # fmt: skip
 
 
 def candidates(
@@ -272,8 +274,8 @@ def candidates(
     now: int,
     exclude: set[str],
 ) -> list[tuple[Victim, str]]:
-    """The running jobs the waiting one may stop, each with the first ground that allows
-    it, by job id."""
+    """The running jobs the waiting one may stop, each with its cost and the first ground
+    that allows it, by job id."""
     allowed = grounds.allowed
     possible = (
         (TIER in allowed and _TIER_RANK[waiting.tier] < stoppable.lowest_tier)
@@ -288,10 +290,12 @@ def candidates(
     if not possible:
         return []
     found = []
-    for job, victim in stoppable.jobs:
+    for job in stoppable.jobs:
         if job.job_id not in exclude:
             code = _ground(job, waiting, grounds, now)
             if code is not None:
+                cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
+                victim = Victim(job_id=job.job_id, placements=job.placements, cost=cost)
                 found.append((victim, code))
     return found
 

@@ -99,15 +99,7 @@ class QuotaBook:
                     ("memory_mib", node.memory_mib),
                 ):
                     self._capacity[resource] = self._capacity.get(resource, 0) + amount
-        holders = {job_id for node in state.nodes.values() for job_id in node.allocated.values()}
-        held: dict[str, Usage] = {}  # leaf account -> what its running jobs hold
-        for job_id in holders:
-            job = state.jobs[job_id]
-            model = _model_held(state, job.placements)
-            total = held.setdefault(job.spec.account, {})
-            for resource, amount in needs(job.spec, model, job.gpu_count).items():
-                total[resource] = total.get(resource, 0) + amount
-        for account, amounts in sorted(held.items()):
+        for account, amounts in sorted(state.held.items()):
             self.charge(account, amounts)
 
     def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
@@ -233,11 +225,3 @@ class QuotaBook:
         quota = settings.quota.get(resource, 0)
         lendable = min(settings.lending_limit.get(resource, quota), quota)
         return max(used, quota - lendable)
-
-
-def _model_held(state: State, placements: dict[str, list[int]]) -> str | None:
-    for node_id in placements:
-        node = state.nodes.get(node_id)
-        if node is not None:
-            return model_of(node)
-    return None

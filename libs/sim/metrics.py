@@ -14,6 +14,7 @@
   ``mean_jct_s`` over finished jobs, ``makespan_s`` from the first submission to the end.
 """
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -156,29 +157,41 @@ def _owed_delivered(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """GPU-seconds owed and delivered per account, hour by hour."""
     demand: dict[int, dict[str, float]] = {}
+    # Whole hours a job wants its GPUs through, as changes in GPUs wanted per account:
+    # a job that waits months adds two entries, not thousands.
+    steps: dict[str, dict[int, int]] = {}
     delivered = dict.fromkeys(weights, 0.0)
     for o in outcomes:
         # It wants its GPUs from submission until it ends (or the run does).
-        _spread(demand, o.account, o.gpus, o.submit_s, o.end_s if o.end_s is not None else end_s)
+        end = o.end_s if o.end_s is not None else end_s
+        first, last = int(o.submit_s // HOUR_S), int(end // HOUR_S)
+        if first == last:
+            _want(demand, first, o.account, o.gpus * (end - o.submit_s))
+        else:
+            _want(demand, first, o.account, o.gpus * ((first + 1) * HOUR_S - o.submit_s))
+            _want(demand, last, o.account, o.gpus * (end - last * HOUR_S))
+            change = steps.setdefault(o.account, {})
+            change[first + 1] = change.get(first + 1, 0) + o.gpus
+            change[last] = change.get(last, 0) - o.gpus
         for s, e in o.runs:
             delivered[o.account] += o.gpus * max(0.0, min(e, end_s) - s)
+    for account, change in steps.items():
+        wanted, hours = 0, sorted(change)
+        for hour, after in itertools.pairwise(hours):
+            wanted += change[hour]
+            for whole in range(hour, after):
+                _want(demand, whole, account, wanted * HOUR_S)
     owed = dict.fromkeys(weights, 0.0)
-    for _, wanted in sorted(demand.items()):
-        for account, amount in _water_fill(gpus * HOUR_S, wanted, weights).items():
+    for _, wanted_now in sorted(demand.items()):
+        for account, amount in _water_fill(gpus * HOUR_S, wanted_now, weights).items():
             owed[account] += amount
     return owed, delivered
 
 
-def _spread(
-    demand: dict[int, dict[str, float]], account: str, gpus: int, start: float, end: float
-) -> None:
-    hour = int(start // HOUR_S)
-    while hour * HOUR_S < end:
-        begin, finish = max(start, hour * HOUR_S), min(end, (hour + 1) * HOUR_S)
-        if finish > begin:
-            wanted = demand.setdefault(hour, {})
-            wanted[account] = wanted.get(account, 0.0) + gpus * (finish - begin)
-        hour += 1
+def _want(demand: dict[int, dict[str, float]], hour: int, account: str, gpu_s: float) -> None:
+    if gpu_s > 0:
+        wanted = demand.setdefault(hour, {})
+        wanted[account] = wanted.get(account, 0.0) + gpu_s
 
 
 def _water_fill(

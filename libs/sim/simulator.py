@@ -222,7 +222,7 @@ class Simulator:
             self._ended(run)  # its work is lost; it ends
 
     def _on_account(self, _: str) -> None:
-        for job_id in sorted({j for n in self.state.nodes.values() for j in n.allocated.values()}):
+        for job_id in sorted(self.state.holding):
             self._charge(job_id)
         if self.unfinished:
             self._at(self.now + HOUR_NS, "account", "")

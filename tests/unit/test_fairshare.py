@@ -155,3 +155,40 @@ def test_an_idle_account_ranks_before_every_busy_sibling(usage: list[int]) -> No
         parent = idle.split("/")[0]
         for busy in [leaf for leaf in used if leaf.startswith(parent + "/")]:
             assert ranks[idle].rank < ranks[busy].rank
+
+
+def test_usage_older_than_two_days_is_kept_per_day() -> None:
+    usage = AccountUsage()
+    for hour in range(101):
+        usage.add(hour, 1)
+    # Hours before (100 - 48) rounded down to a day (48) merged, each under its day's end.
+    assert usage.daily_before == 48
+    assert (usage.by_hour[23], usage.by_hour[47]) == (24, 24)
+    assert sorted(usage.by_hour)[:3] == [23, 47, 48]
+    usage.add(5, 7)  # a late charge for a merged hour goes to its day
+    assert usage.by_hour[23] == 31
+
+
+charges = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from([0, 0, 1, 3, 50]),  # hours before the current one it is for
+        st.integers(0, 10**6),
+        st.sampled_from([0, 0, HOUR_NS // 2, 26 * HOUR_NS]),  # time to the next charge
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(charges)
+def test_the_memo_ranks_as_a_fresh_ranking_does(charged: list[tuple[str, int, int, int]]) -> None:
+    from allot.core.fairshare import StandingsMemo
+
+    state, memo, now = cluster({"a": 1, "b": 2, "c": 1}, {}), StandingsMemo(), 100 * HOUR_NS
+    for account, back, gpu_ms, step in charged:
+        usage = state.usage.setdefault(account, AccountUsage())
+        usage.total_gpu_ms += gpu_ms
+        usage.add(now // HOUR_NS - back, gpu_ms)  # late charges too
+        assert memo.standings(state, now, POLICY) == standings(state, now, POLICY)
+        now += step

@@ -70,7 +70,7 @@ def test_no_gpu_is_assigned_twice_and_the_plan_ignores_input_order(
     node_events = [b.node(f"n{i}", g) for i, g in enumerate(nodes)]
     job_events = [b.submitted(f"j{i}", g) for i, g in enumerate(jobs)]
     state = fold(*node_events, *job_events)
-    decided = plan(state, now=1, policy=DEFAULT_POLICY)
+    decided = plan(state, now=1, policy=DEFAULT_POLICY, whole_queue=True)
 
     taken = [(p.node_id, g) for a in decided.admissions for p in a.placements for g in p.gpus]
     assert len(taken) == len(set(taken))
@@ -83,12 +83,15 @@ def test_no_gpu_is_assigned_twice_and_the_plan_ignores_input_order(
     # Registering nodes in another order gives byte-identical decisions.
     shuffled = list(node_events)
     order.shuffle(shuffled)
-    again = plan(fold(*shuffled, *job_events), now=1, policy=DEFAULT_POLICY)
+    again = plan(fold(*shuffled, *job_events), now=1, policy=DEFAULT_POLICY, whole_queue=True)
     assert msgspec.json.encode(again) == msgspec.json.encode(decided)
 
 
+ENDED = 3600 * 10**9 + 2000  # an hour after the charges below
+
+
 def charge(account: str, job_id: str, gpu_ms: int) -> list[Event]:
-    """A job of ``account`` that ran on n1 and was charged ``gpu_ms``."""
+    """A job of ``account`` that ran on n1 and was charged ``gpu_ms`` in hour 0."""
     spec = msgspec.structs.replace(b.spec(), account=account)
     return [
         msgspec.structs.replace(b.submitted(job_id), spec=spec),
@@ -117,7 +120,7 @@ def test_the_account_furthest_below_its_share_goes_first() -> None:
     )
     state = fold(b.node("n1", 1), *history, heavy_job, light_job)
     assert state.usage["heavy"].total_gpu_ms == 10_000
-    decided = plan(state, now=2000, policy=DEFAULT_POLICY)
+    decided = plan(state, now=ENDED, policy=DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["l1"]  # submitted later, ranked first
     assert [(r.account, r.rank) for r in decided.ranks] == [("heavy", 2), ("light", 1)]
     rank = decided.ranks[0]
@@ -137,10 +140,10 @@ def test_waiting_lifts_a_job_by_a_bounded_number_of_ranks() -> None:
 
     # t4 used the most (rank 5), but its job has waited far longer than 3 aging steps:
     # it is lifted 3 ranks, no more, to rank 2, behind t1's earlier submission.
-    jobs = [job(a, at=100_000) for a in accounts[:4]] + [job("t4", at=0)]
+    jobs = [job(a, at=ENDED) for a in accounts[:4]] + [job("t4", at=ENDED - 100_000)]
     state = fold(b.node("n1", 1), *history, b.lost("n1"), *jobs)
     policy = Policy(aging_step_ns=100, aging_max_ranks=3)
-    order = [r.job_id for r in plan(state, 100_000, policy).pending]
+    order = [r.job_id for r in plan(state, ENDED, policy).pending]
     assert order == ["new-t0", "new-t1", "new-t4", "new-t2", "new-t3"]
 
 
@@ -194,5 +197,5 @@ def test_tiers_go_first_then_fair_share() -> None:
         job("light-best-effort", "light", "best-effort"),
         job("heavy-batch", "heavy", "batch"),
     )
-    order = [r.job_id for r in plan(state, 2000, DEFAULT_POLICY).pending]
+    order = [r.job_id for r in plan(state, ENDED, DEFAULT_POLICY).pending]
     assert order == ["heavy-interactive", "light-batch", "heavy-batch", "light-best-effort"]

@@ -1,0 +1,95 @@
+"""How far a planning cycle looks (docs/adr/0010): the queue is merged, not sorted; a cycle
+stops at the policy's depth, or once no GPU is left, and decides the same either way."""
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allot.core import DEFAULT_POLICY, Policy, apply, plan
+from allot.core.fairshare import standings
+from allot.core.planner import Plan, _order_key, queue
+from tests import builders as b
+from tests.builders import fold
+
+HOUR = 3600 * 10**9
+NOW = 10 * HOUR
+
+
+def test_jobs_beyond_the_depth_are_not_looked_at_this_cycle() -> None:
+    state = fold(b.node("n1", 8), *(b.submitted(f"j{i}", at=NOW) for i in range(4)))
+    decided = plan(state, NOW, msgspec.structs.replace(DEFAULT_POLICY, queue_depth=2))
+    assert [a.job_id for a in decided.admissions] == ["j0", "j1"]
+    assert decided.waiting == []
+    assert [(r.job_id, r.code) for r in decided.pending] == [("j2", "QUEUED"), ("j3", "QUEUED")]
+    # The whole queue, as ``allot queue`` shows it, would start all four.
+    full = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)
+    assert [a.job_id for a in full.admissions] == ["j0", "j1", "j2", "j3"]
+
+
+def test_once_no_gpu_is_left_the_rest_are_told_once_they_are_queued() -> None:
+    state = fold(
+        b.node("n1", 2),
+        b.submitted("first", 2, at=NOW),
+        b.submitted("second", 1, at=NOW),
+        b.submitted("third", 1, at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["first"]
+    queued = [("second", "QUEUED"), ("third", "QUEUED")]
+    assert [(r.job_id, r.code) for r in decided.pending] == queued
+    shown = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)
+    stated = [(r.job_id, r.code) for r in shown.pending]
+    assert stated == [("second", "BEHIND"), ("third", "BEHIND")]
+    # Once stated, a full cluster's cycle has nothing to add about them.
+    apply(state, state.seq + 1, msgspec.structs.replace(b.plan(), **_recorded(decided)))
+    assert plan(state, NOW + 1, DEFAULT_POLICY).empty
+
+
+def _recorded(decided: Plan) -> dict[str, object]:
+    return {"admissions": decided.admissions, "pending": decided.pending}
+
+
+def test_without_nodes_every_job_is_told_so() -> None:
+    state = fold(b.submitted("a", at=NOW), b.submitted("b", at=NOW))
+    assert [r.code for r in plan(state, NOW, DEFAULT_POLICY).pending] == ["NO_NODES", "NO_NODES"]
+
+
+def test_a_job_the_cycle_did_not_reach_may_still_preempt() -> None:
+    state = fold(
+        b.node("n1", 2),
+        b.submitted("batch", 2, at=NOW - HOUR),
+        b.plan(("batch", "n1", [0, 1])),
+        b.started("batch", "n1", [0, 1]),
+        b.submitted("notebook", 1, at=NOW, tier="interactive"),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in decided.preemptions] == [("batch", "TIER")]
+    assert [(r.job_id, r.code) for r in decided.pending] == [("notebook", "PREEMPTING")]
+    assert [h.job_id for h in decided.holds] == ["notebook"]
+
+
+jobs = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["interactive", "batch", "best-effort"]),
+        st.integers(0, 5 * HOUR),  # how much later than the previous one it was submitted
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(jobs, st.sampled_from(["fair-share", "fifo", "tier", "multifactor"]))
+def test_merging_the_queues_gives_the_order_a_full_sort_would(
+    submitted: list[tuple[str, str, int]], order: str
+) -> None:
+    events, at = [b.node("n1", 1), b.lost("n1")], 0
+    for n, (account, tier, later) in enumerate(submitted):
+        at += later
+        events.append(b.submitted(f"j{n}", at=at, account=account, tier=tier))
+    state = fold(*events)
+    policy = Policy(order=order, aging_step_ns=HOUR, aging_max_ranks=2)
+    now = at + HOUR
+    key = _order_key(state, standings(state, now, policy.fair_share), now, policy)
+    expected = sorted((state.jobs[j] for j in state.pending), key=key)
+    assert [j.job_id for j in queue(state, now, policy)] == [j.job_id for j in expected]
