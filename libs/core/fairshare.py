@@ -5,7 +5,8 @@
    Decay is computed in integers, halving per whole half-life and interpolating linearly
    inside one, so every machine folds the same numbers. An hour's usage is aged from the
    end of that hour (older than two days, from the end of its day:
-   ``allot.core.model.AccountUsage``), to the start of the minute: ranks keep a minute.
+   ``allot.core.model.AccountUsage``), to the start of the current hour: an hour ages
+   usage by 0.4% of a 7-day half-life. Charges count at once.
 2. Among siblings, an account's level factor is its share (weight / sum of sibling weights)
    divided by its usage (its decayed usage / the siblings' total). An account with no usage
    yet comes first. Factors are exact fractions.
@@ -25,7 +26,7 @@ from allot.core.accounts import ancestry, parent_of
 from allot.core.model import HOUR_NS, AccountUsage, State
 
 DAY_NS = 24 * HOUR_NS
-RESOLUTION_NS = 60 * 10**9  # usage is aged to the start of the minute
+RESOLUTION_NS = HOUR_NS  # usage is aged to the start of the hour
 _PPM = 1_000_000
 
 
@@ -95,7 +96,7 @@ def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
 
 class StandingsMemo:
     """Remembers each account's counted usage and the last ranking: an account's usage
-    cannot change until it is charged, its old usage is merged into days, or the minute
+    cannot change until it is charged, its old usage is merged into days, or the hour
     turns; the ranking, until some usage or the accounts change. Using the memo or not
     gives the same ranking, so replay agrees with the planner whichever it does."""
 
@@ -129,7 +130,7 @@ class StandingsMemo:
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
     """Every account's rank and the numbers behind it, with usage aged to the start of
-    ``now``'s minute."""
+    ``now``'s hour."""
     now -= now % RESOLUTION_NS
     weights = tree_weights(state)
     usage = {

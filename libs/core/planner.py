@@ -25,7 +25,6 @@ queue`` and ``allot explain``, and are recomputable from any plan's basis.
    ends (``allot.core.preemption``).
 """
 
-import functools
 import hashlib
 import heapq
 import itertools
@@ -154,6 +153,7 @@ def plan(
     ``whole_queue`` looks at every job, for showing each one's reason: what ``allot
     queue`` and ``allot explain`` do."""
     ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
+    ranks = _ranks(ranked)
     cycle = _Cycle(state, now, policy, ranked)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
     depth = len(state.pending) if whole_queue else policy.queue_depth
@@ -187,7 +187,7 @@ def plan(
         admissions=[cycle.admission(a) for a in cycle.admitted],
         pending=stated
         + [PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at],
-        ranks=[_rank(ranked[a]) for a in _waiting_accounts(state) if a in ranked],
+        ranks=[ranks[a] for a in _waiting_accounts(state) if a in ranks],
         waiting=cycle.waiting,
         reservation=cycle.reservation,
         preemptions=cycle.preemptions,
@@ -320,6 +320,7 @@ class _Cycle:
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
+        self._released: tuple[int, list[tuple[int, dict[str, list[int]]]]] = (-1, [])
         self.preemptions: list[Preemption] = []
         self.holds: list[Hold] = []  # new holds, and emptied ones that end
         self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
@@ -528,11 +529,25 @@ class _Cycle:
         if not self.policy.backfill:
             return
         spec = job.spec
-        future = self.capacity.copy()
         need = spec.total_gpus
-        for at, placements in self._releases():
+        releases = self._releases()
+        # Skip, without copying the free GPUs, the releases after which too few could be
+        # free (an upper bound: a GPU released twice counts twice).
+        counted, first = dict(self.capacity.free_by_model), len(releases)
+        for n, (_, placements) in enumerate(releases):
+            for node_id, gpus in placements.items():
+                space = self.capacity.nodes.get(node_id)
+                if space is not None:
+                    counted[space.model] = counted.get(space.model, 0) + len(gpus)
+            if max((counted.get(m, 0) for m in models), default=0) >= need:
+                first = n
+                break
+        future = self.capacity.copy()
+        for n, (at, placements) in enumerate(releases):
             for node_id, gpus in placements.items():
                 future.give(node_id, gpus)
+            if n < first:
+                continue
             if max((future.free_by_model.get(m, 0) for m in models), default=0) < need:
                 continue
             found = future.place(spec.workers, spec.gpus, spec.topology, models)
@@ -553,6 +568,8 @@ class _Cycle:
 
     def _releases(self) -> list[tuple[int, dict[str, list[int]]]]:
         """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
+        if self._released[0] == len(self.admitted):  # nothing admitted since: the same
+            return self._released[1]
         ends: list[tuple[int, str, dict[str, list[int]]]] = []
         for job_id in self.state.holding:  # in any order: sorted below
             job = self.state.jobs[job_id]
@@ -565,7 +582,9 @@ class _Cycle:
                 end = self.now + admitted.job.spec.max_runtime_ns
                 placed = {p.node_id: p.gpus for p in admitted.placements}
                 ends.append((end, admitted.job.job_id, placed))
-        return [(end, placed) for end, _, placed in sorted(ends, key=lambda e: e[:2])]
+        released = [(end, placed) for end, _, placed in sorted(ends, key=lambda e: e[:2])]
+        self._released = (len(self.admitted), released)
+        return released
 
     # --- preemption ---
 
@@ -701,7 +720,18 @@ class _Cycle:
             admitted.placements = [grown]
 
 
-@functools.lru_cache(maxsize=4096)  # ranks change hourly; plans state them every cycle
+_last_ranks: tuple[dict[str, Standing], dict[str, AccountRank]] = ({}, {})
+
+
+def _ranks(ranked: dict[str, Standing]) -> dict[str, AccountRank]:
+    """The ranks as plans state them; a memo's ranking is the same object until it
+    changes, so they are converted once, not every cycle."""
+    global _last_ranks
+    if _last_ranks[0] is not ranked:
+        _last_ranks = (ranked, {a: _rank(s) for a, s in ranked.items()})
+    return _last_ranks[1]
+
+
 def _rank(standing: Standing) -> AccountRank:
     return AccountRank(
         account=standing.account,
