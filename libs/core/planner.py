@@ -159,18 +159,15 @@ def plan(
     depth = len(state.pending) if whole_queue else policy.queue_depth
     unseen_holds = len(state.holds)
     blocked = False
-    passed: list[tuple[int, JobRecord]] = []  # not looked at, though the cycle went on
     for position, job in queued:
-        if job.job_id in state.holds:
-            unseen_holds -= 1
-        elif not whole_queue and (position > depth or blocked or cycle.no_room()):
+        held = job.job_id in state.holds
+        unseen_holds -= held
+        beyond = position > depth or blocked or cycle.no_room()
+        if beyond and not (whole_queue or held):
             if unseen_holds:
                 continue  # a job others are stopped for may still start on its GPUs
             queued = itertools.chain([(position, job)], queued)
             break
-        elif not whole_queue and cycle.only_reserved_room() and not cycle.ends_in_time(job):
-            passed.append((position, job))  # the only free GPUs are kept for the reservation
-            continue
         if blocked:  # strict order: nothing passes the first job that waits
             cycle.behind(job, position)
             continue
@@ -178,8 +175,7 @@ def plan(
         cycle.consider(job, position)
         blocked = policy.strict and len(cycle.admitted) == admitted
     if policy.preemption:
-        rest = itertools.takewhile(lambda seen: seen[0] <= depth, queued)
-        cycle.preempt(itertools.chain(passed, rest))
+        cycle.preempt(itertools.takewhile(lambda seen: seen[0] <= depth, queued))
     cycle.grow_elastic()
     stated = [w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason]
     looked_at = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
@@ -339,14 +335,6 @@ class _Cycle:
         return Admission(
             job_id=admitted.job.job_id, placements=admitted.placements, funded=admitted.funded
         )
-
-    def only_reserved_room(self) -> bool:
-        """The only free GPUs are those held for the reservation."""
-        return self.reservation is not None and not any(self.capacity.free_by_model.values())
-
-    def ends_in_time(self, job: JobRecord) -> bool:
-        """It declares an end before the reservation starts: it may use the held GPUs."""
-        return self._ends_before_reservation(job)
 
     def no_room(self) -> bool:
         """No GPU is left that a waiting job could take (backfill may use the GPUs held
