@@ -121,7 +121,9 @@ class Reservation(msgspec.Struct, frozen=True, kw_only=True):
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
     pending: list[PendingReason]  # new or changed reasons only
-    ranks: list[AccountRank] = []  # of the accounts with pending jobs; not a change by itself
+    # Of the accounts with pending jobs, where the policy uses fair share; not a change by
+    # itself.
+    ranks: list[AccountRank] = []
     preemptions: list[Preemption] = []
     holds: list[Hold] = []  # GPUs kept for jobs that preempted others; empty: let go
     waiting: list[Waiting] = []  # every job left waiting, in queue order; not recorded
@@ -152,7 +154,9 @@ def plan(
     keep the reason last stated, or are told QUEUED if none was (docs/adr/0010).
     ``whole_queue`` looks at every job, for showing each one's reason: what ``allot
     queue`` and ``allot explain`` do."""
-    ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
+    ranked: dict[str, Standing] = {}
+    if _uses_fair_share(policy):
+        ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
     ranks = _ranks(ranked)
     cycle = _Cycle(state, now, policy, ranked)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
@@ -188,6 +192,14 @@ def plan(
         reservation=cycle.reservation,
         preemptions=cycle.preemptions,
         holds=cycle.holds,
+    )
+
+
+def _uses_fair_share(policy: Policy) -> bool:
+    """Whether the policy orders or preempts by fair share; if not, its plans state no
+    ranks and computing them would only cost time."""
+    return policy.order in ("fair-share", "multifactor") or (
+        policy.preemption and FAIR_SHARE in policy.grounds
     )
 
 

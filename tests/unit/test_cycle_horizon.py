@@ -93,3 +93,10 @@ def test_merging_the_queues_gives_the_order_a_full_sort_would(
     key = _order_key(state, standings(state, now, policy.fair_share), now, policy)
     expected = sorted((state.jobs[j] for j in state.pending), key=key)
     assert [j.job_id for j in queue(state, now, policy)] == [j.job_id for j in expected]
+
+
+def test_ranks_are_stated_only_by_policies_that_use_fair_share() -> None:
+    state = fold(b.node("n1", 1), b.submitted("a", 2, at=NOW))
+    assert [r.account for r in plan(state, NOW, DEFAULT_POLICY).ranks] == ["lab/team"]
+    fifo = Policy(order="fifo", strict=True, preemption=False)
+    assert plan(state, NOW, fifo).ranks == []
