@@ -17,7 +17,7 @@ Rules, in order:
 import bisect
 from collections.abc import Iterable
 
-from allot.core.model import State
+from allot.core.model import NodeRecord, State
 from allot.core.topology import islands_of, model_of, rack_of
 from allot.proto.events import Placement, Topology
 
@@ -86,10 +86,9 @@ class Capacity:
             if not node.schedulable:
                 continue
             taken = node.allocated
-            every = islands_of(node)
-            home = {index: n for n, island in enumerate(every) for index in island}
+            every, home, model, rack = _shape_of(node)
             islands = [[i for i in island if i not in taken] for island in every]
-            spaces.append(NodeSpace(node_id, model_of(node), rack_of(node), islands, home))
+            spaces.append(NodeSpace(node_id, model, rack, islands, home))
         return cls(spaces)
 
     def copy(self) -> "Capacity":
@@ -228,3 +227,23 @@ class Capacity:
             del bucket[bisect.bisect_left(bucket, space.node_id)]
             if not bucket:
                 del self._by_free[space.model][space.free]
+
+
+_Shape = tuple[list[list[int]], dict[int, int], str, str]  # islands, GPU -> island, model, rack
+# Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
+# labels change only when it registers again, which gives them new lists.
+_shapes: dict[str, tuple[tuple[object, ...], _Shape]] = {}
+
+
+def _shape_of(node: NodeRecord) -> _Shape:
+    """A node's islands, which island each GPU is in, its model and its rack, worked out
+    once per registration rather than every cycle."""
+    source = (node.gpus, node.nvlink_islands, node.labels)
+    known = _shapes.get(node.node_id)
+    if known is not None and all(a is b for a, b in zip(known[0], source, strict=True)):
+        return known[1]
+    every = islands_of(node)
+    home = {index: n for n, island in enumerate(every) for index in island}
+    shape = (every, home, model_of(node), rack_of(node))
+    _shapes[node.node_id] = (source, shape)
+    return shape

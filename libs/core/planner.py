@@ -277,6 +277,8 @@ def _order_key(
 def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
     """Accounts with jobs whose path holds a used-up budget -> that budget's account."""
     out: dict[str, str] = {}
+    if not state.budgets:
+        return out
     for account in state.job_accounts:
         for path in ancestry(account):
             budget = state.budgets.get(path)
