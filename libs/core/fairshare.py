@@ -71,18 +71,24 @@ def decayed(gpu_ms: int, age_ns: int, half_life_ns: int) -> int:
 
 
 def usage_at(usage: AccountUsage, now: int, policy: FairSharePolicy) -> int:
-    """An account's usage as fair share counts it at ``now``: each hour's charges counted
-    from the end of that hour (a sum of integers: the order does not matter)."""
+    """An account's usage as fair share counts it at ``now``: each hour's (or old day's)
+    charges counted from the end of that hour (or day)."""
+    return _counted(usage.by_day, now, policy) + _counted(usage.by_hour, now, policy)
+
+
+def _counted(buckets: dict[int, int], now: int, policy: FairSharePolicy) -> int:
+    """The buckets' usage, decayed or windowed (a sum of integers: the order does not
+    matter)."""
     window = policy.window_ns
     if window is not None:
         return sum(
             gpu_ms
-            for hour, gpu_ms in usage.by_hour.items()
+            for hour, gpu_ms in buckets.items()
             if max(0, now - (hour + 1) * HOUR_NS) < window
         )
     # ``decayed`` inlined: this loop runs over every bucket of history.
     half_life, total = policy.half_life_ns, 0
-    for hour, gpu_ms in usage.by_hour.items():
+    for hour, gpu_ms in buckets.items():
         age = now - (hour + 1) * HOUR_NS
         if age <= 0:
             total += gpu_ms
@@ -101,7 +107,8 @@ class StandingsMemo:
     gives the same ranking, so replay agrees with the planner whichever it does."""
 
     def __init__(self) -> None:
-        self._usage: dict[str, tuple[tuple[object, ...], int]] = {}
+        # path -> (what its days were counted at, their usage; the same for its hours)
+        self._usage: dict[str, tuple[tuple[object, ...], int, tuple[object, ...], int]] = {}
         self._key: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
 
@@ -118,14 +125,19 @@ class StandingsMemo:
         usage = state.usage.get(path)
         if usage is None:
             return 0
-        # Charges only add, so the same total and the same merge mean the same buckets.
-        counted = (now, usage.total_gpu_ms, usage.daily_before, policy)
+        # Charges only add. The days change only by a merge or a late charge, the hours
+        # by any charge; either part is counted again only when it may have changed.
+        days = (now, usage.daily_before, usage.late_charges, policy)
+        hours = (now, usage.daily_before, usage.total_gpu_ms, policy)
         seen = self._usage.get(path)
-        if seen is not None and seen[0] == counted:
-            return seen[1]
-        value = usage_at(usage, now, policy)
-        self._usage[path] = (counted, value)
-        return value
+        old = seen[1] if seen is not None and seen[0] == days else None
+        recent = seen[3] if seen is not None and seen[2] == hours else None
+        if old is None:
+            old = _counted(usage.by_day, now, policy)
+        if recent is None:
+            recent = _counted(usage.by_hour, now, policy)
+        self._usage[path] = (days, old, hours, recent)
+        return old + recent
 
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:

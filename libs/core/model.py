@@ -140,23 +140,27 @@ class AccountUsage(msgspec.Struct, kw_only=True):
     share reads a few hundred buckets however long the history (docs/adr/0005)."""
 
     total_gpu_ms: int = 0
-    by_hour: dict[int, int] = {}  # bucket -> GPU-ms used in it
+    by_hour: dict[int, int] = {}  # hour -> GPU-ms used in it, from ``daily_before`` on
+    by_day: dict[int, int] = {}  # the last hour of a day -> GPU-ms used in it, before that
     daily_before: int = 0  # hours before this one are kept per day
     latest: int = -1  # the latest hour charged
+    late_charges: int = 0  # charges for hours already kept per day
 
     def add(self, hour: int, gpu_ms: int) -> None:
         if hour < self.daily_before:
-            hour = _day_end(hour)
+            day = _day_end(hour)
+            self.by_day[day] = self.by_day.get(day, 0) + gpu_ms
+            self.late_charges += 1
+            return
         self.by_hour[hour] = self.by_hour.get(hour, 0) + gpu_ms
         if hour <= self.latest:
             return
         self.latest = hour
         boundary = (hour - KEEP_HOURLY) // 24 * 24
         if boundary > self.daily_before:
-            for old in [h for h in self.by_hour if self.daily_before <= h < boundary]:
-                if old != _day_end(old):
-                    day = _day_end(old)
-                    self.by_hour[day] = self.by_hour.get(day, 0) + self.by_hour.pop(old)
+            for old in [h for h in self.by_hour if h < boundary]:
+                day = _day_end(old)
+                self.by_day[day] = self.by_day.get(day, 0) + self.by_hour.pop(old)
             self.daily_before = boundary
 
 
