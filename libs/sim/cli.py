@@ -86,6 +86,7 @@ def table(results: list[dict[str, Any]]) -> str:
     """One column per policy, one row per metric."""
     rows = [["metric", *(r["policy"] for r in results)]]
     rows += [["jobs / gpus", *(f"{r['jobs']} / {r['gpus']}" for r in results)]]
+    rows += [["refused (never fit)", *(str(r.get("refused", 0)) for r in results)]]
     for key in SHOWN:
         rows.append([key, *(f"{r[key]:.4g}" for r in results)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -9,7 +9,9 @@ every hour of virtual time and when a run ends. The model of a job:
 
 - it runs ``duration_s`` of work; a resumable job that is stopped saves its progress on
   SIGTERM (the workload contract) and resumes later, paying ``restart_overhead_s`` again;
-  a job that cannot resume loses all its work and starts over;
+  a job that cannot resume loses its work and ends (Allot requeues only resumable jobs);
+- a job no block of the cluster could ever hold is refused at arrival, as intake refuses
+  it, and left out of the metrics (counted as ``refused``);
 - stopping takes ``stop_s`` of virtual time (saving a checkpoint), at most its grace.
 
 Seeded and deterministic: no wall clock or unseeded randomness decides anything.
@@ -27,6 +29,8 @@ from allot.core import Policy, State, apply, plan, policy_hash
 from allot.core.accounts import ancestry
 from allot.core.fairshare import StandingsMemo
 from allot.core.model import JobStatus
+from allot.core.validate import validate_submission
+from allot.proto.commands import SubmitRequest
 from allot.proto.events import (
     DEFAULT_GRACE_NS,
     AccountDefined,
@@ -107,6 +111,7 @@ class Simulator:
         )  # fmt: skip
         self._accounts(sorted({j.account for j in jobs}))
         self.unfinished = len(jobs)
+        self.refused: dict[str, str] = {}  # job id -> why intake would refuse it
         for job in jobs:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
         for n in range(settings.nodes):
@@ -127,7 +132,8 @@ class Simulator:
     def run(
         self, progress: Callable[[int, int], None] | None = None
     ) -> tuple[list[JobOutcome], float]:
-        """Until every job has ended: the outcomes and the virtual end time (s).
+        """Until every job has ended: the outcomes (of the jobs intake would take) and the
+        virtual end time (s).
         ``progress(ended, total)`` is called as every further 1% of the jobs ends."""
         total, told = len(self.runs), 0
         while self._queue and self.unfinished:
@@ -145,7 +151,8 @@ class Simulator:
             self._plan()
         if progress is not None:
             progress(total - self.unfinished, total)
-        return [r.outcome for r in self.runs.values()], self.now / S
+        outcomes = [r.outcome for job_id, r in self.runs.items() if job_id not in self.refused]
+        return outcomes, self.now / S
 
     def _accounts(self, leaves: list[str]) -> None:
         """Each account of the trace a leaf with an equal nominal quota of the cluster's
@@ -167,6 +174,11 @@ class Simulator:
             max_runtime_ns=int(job.max_runtime_s * S) if job.max_runtime_s else None,
             topology="any", grace_ns=DEFAULT_GRACE_NS,
         )  # fmt: skip
+        errors = validate_submission(SubmitRequest(spec=spec), self.state)
+        if errors:  # refused, as intake refuses it: it could never run here
+            self.refused[job_id] = "; ".join(f"{e.field}={e.value}: {e.message}" for e in errors)
+            self.unfinished -= 1
+            return
         self._add(JobSubmitted(meta=self._meta(), job_id=job_id, spec=spec))
 
     def _on_finish(self, job_id: str) -> None:
@@ -328,7 +340,10 @@ def run_policy(
 ) -> tuple[dict[str, Any], list[JobOutcome]]:
     """The metrics of a run, and what happened to each job (for plots)."""
     started = time.perf_counter()
-    outcomes, end_s = Simulator(jobs, settings, policy).run(progress)
+    simulator = Simulator(jobs, settings, policy)
+    outcomes, end_s = simulator.run(progress)
     wall = time.perf_counter() - started
     gpus = settings.nodes * settings.gpus_per_node
-    return compute(name, outcomes, gpus, end_s, wall_s=wall), outcomes
+    result = compute(name, outcomes, gpus, end_s, wall_s=wall)
+    result["refused"] = len(simulator.refused)
+    return result, outcomes

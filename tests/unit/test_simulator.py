@@ -188,3 +188,14 @@ def test_progress_is_told_as_jobs_end() -> None:
     assert told
     assert all(total == 50 for _, total in told)
     assert [ended for ended, _ in told] == sorted({ended for ended, _ in told})
+
+
+def test_a_job_that_could_never_fit_is_refused_and_the_run_still_ends() -> None:
+    jobs = trace(("big", 0, 100, 12, "x"), ("ok", 5, 10, 1, "x"), tier="batch")
+    simulator = Simulator(jobs, Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY)
+    outcomes, end = simulator.run()
+    assert [o.job_id for o in outcomes] == ["ok"]
+    assert end == 15.0
+    assert "no node has that many GPUs" in simulator.refused["big"]
+    result = simulate(jobs, Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY, "allot")
+    assert (result["jobs"], result["refused"]) == (1, 1)
