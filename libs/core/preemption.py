@@ -47,10 +47,17 @@ class Victim(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def cost_of(job: JobRecord, now: int, restart_overhead_ms: int) -> int:
-    """GPU-ms lost by stopping the job now: since its last checkpoint if it can resume."""
+    """GPU-ms lost by stopping the job now: since its last checkpoint if it can resume
+    (the one it reported, or the last its declared interval promises, whichever is later),
+    since its start if it cannot; plus the restart overhead."""
     began = job.started_at if job.started_at is not None else now
-    checkpoint = job.last_checkpoint_at if job.spec.resumable else None
-    since = max(began, checkpoint) if checkpoint is not None else began  # this attempt's
+    since = began  # this attempt's
+    if job.spec.resumable:
+        if job.last_checkpoint_at is not None:
+            since = max(since, job.last_checkpoint_at)
+        interval = job.spec.checkpoint_interval_ns
+        if interval:
+            since = max(since, began + (now - began) // interval * interval)
     gpus = job.gpu_count
     return gpus * (max(0, now - since) // 1_000_000) + gpus * restart_overhead_ms
 

@@ -172,6 +172,8 @@ class Simulator:
             tier=job.tier or "batch",  # type: ignore[arg-type]
             resumable=bool(job.resumable), min_runtime_ns=int((job.min_runtime_s or 0) * S),
             max_runtime_ns=int(job.max_runtime_s * S) if job.max_runtime_s else None,
+            checkpoint_interval_ns=int(job.checkpoint_interval_s * S)
+            if job.resumable and job.checkpoint_interval_s else None,
             topology="any", grace_ns=DEFAULT_GRACE_NS,
         )  # fmt: skip
         errors = validate_submission(SubmitRequest(spec=spec), self.state)

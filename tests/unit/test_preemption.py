@@ -281,3 +281,17 @@ def test_a_gang_whose_processes_ended_on_their_own_before_the_signal_succeeds() 
     state = fold(*base, b.started("g", "n1", [0]), b.started("g", "n2", [0]), stop,
                  b.exited("g", "n1", 0), b.exited("g", "n2", 0))  # fmt: skip
     assert state.jobs["g"].status == JobStatus.SUCCEEDED
+
+
+def test_a_declared_checkpoint_interval_bounds_the_work_a_stop_loses() -> None:
+    state = fold(
+        b.node("n1", 4),
+        *running("declared", "n1", [0, 1], ran=10 * HOUR + 5 * 60 * S, resumable=True,
+                 checkpoint_interval_ns=HOUR),
+        *running("silent", "n1", [2, 3], ran=HOUR, resumable=True),
+    )  # fmt: skip
+    # 5 minutes since the last hourly checkpoint it promised; the other reported none.
+    assert cost_of(state.jobs["declared"], NOW, 60_000) == 2 * 300_000 + 2 * 60_000
+    assert cost_of(state.jobs["silent"], NOW, 60_000) == 2 * 3_600_000 + 2 * 60_000
+    apply(state, state.seq + 1, checkpointed("declared", ago=60 * S))
+    assert cost_of(state.jobs["declared"], NOW, 60_000) == 2 * 60_000 + 2 * 60_000
