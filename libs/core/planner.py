@@ -13,9 +13,11 @@
    or on them only when their own ``max_runtime`` ends before it starts (R5).
 7. Elastic jobs admitted in this cycle grow toward ``max_gpus`` with what is left (R6).
 
-Every job left waiting gets a stable reason code with parameters that describe the job,
-not the moment; a plan records only the reasons that changed since the log last stated
-them, so plans stay small however long the queue is. Figures of the moment (free GPUs,
+Every job the cycle looks at and leaves waiting gets a stable reason code with parameters
+that describe the job, not the moment; a plan records only the reasons that changed since
+the log last stated them, so plans stay small however long the queue is. A cycle looks at
+``queue_depth`` jobs at most and stops once no GPU is free; a job it has never looked at
+is told QUEUED (docs/adr/0010). Figures of the moment (free GPUs,
 position, estimated start) come with each waiting job in ``Plan.waiting`` for ``allot
 queue`` and ``allot explain``, and are recomputable from any plan's basis.
 
@@ -126,7 +128,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     ranks: list[AccountRank] = []
     preemptions: list[Preemption] = []
     holds: list[Hold] = []  # GPUs kept for jobs that preempted others; empty: let go
-    waiting: list[Waiting] = []  # every job left waiting, in queue order; not recorded
+    waiting: list[Waiting] = []  # every job looked at and left waiting, in order; not recorded
     reservation: Reservation | None = None  # not recorded
 
     @property
