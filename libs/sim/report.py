@@ -40,7 +40,9 @@ def write_report(
                 )
         ax.set(xscale="log", xlabel="wait (s)", title=f"{tier} jobs")
     axes[0].set_ylabel("share of jobs waiting at most this long")
-    axes[-1].legend()
+    drawn = [ax for ax in axes if ax.get_lines()]  # a trace may have no jobs of a tier
+    if drawn:
+        drawn[-1].legend()
     figure.savefig(out / "waits.png", dpi=90, bbox_inches="tight")
     plt.close(figure)
 
