@@ -24,6 +24,7 @@ import msgspec
 
 from allot.core.accounts import ancestry, parent_of
 from allot.core.model import HOUR_NS, AccountUsage, State
+from allot.proto.events import AccountRank
 
 DAY_NS = 24 * HOUR_NS
 RESOLUTION_NS = HOUR_NS  # usage is aged to the start of the hour
@@ -111,6 +112,7 @@ class StandingsMemo:
         self._usage: dict[str, tuple[tuple[object, ...], int, tuple[object, ...], int]] = {}
         self._key: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
+        self._ranks: dict[str, AccountRank] | None = None
 
     def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
         now -= now % RESOLUTION_NS
@@ -118,8 +120,14 @@ class StandingsMemo:
         usage = {path: self._usage_at(state, path, now, policy) for path in weights}
         key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
-            self._key, self._value = key, _ranked(weights, usage)
+            self._key, self._value, self._ranks = key, _ranked(weights, usage), None
         return self._value
+
+    def account_ranks(self) -> dict[str, AccountRank]:
+        """The last ranking as plans state it, converted once per ranking."""
+        if self._ranks is None:
+            self._ranks = account_ranks(self._value)
+        return self._ranks
 
     def _usage_at(self, state: State, path: str, now: int, policy: FairSharePolicy) -> int:
         usage = state.usage.get(path)
@@ -184,6 +192,21 @@ def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standin
 
     visit(None)
     return result
+
+
+def account_ranks(ranked: dict[str, Standing]) -> dict[str, AccountRank]:
+    """Each account's standing as plans record it, in integers."""
+    return {
+        account: AccountRank(
+            account=account,
+            rank=standing.rank,
+            share_ppm=standing.share_ppm,
+            usage_ppm=standing.usage_ppm,
+            usage_gpu_ms=standing.usage_gpu_ms,
+            level_factor_ppm=standing.level_factor_ppm,
+        )
+        for account, standing in ranked.items()
+    }
 
 
 def tree_weights(state: State) -> dict[str, int]:

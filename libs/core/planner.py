@@ -37,7 +37,13 @@ import msgspec
 
 from allot.core.accounts import ancestry
 from allot.core.budgets import fund
-from allot.core.fairshare import FairSharePolicy, Standing, StandingsMemo, standings
+from allot.core.fairshare import (
+    FairSharePolicy,
+    Standing,
+    StandingsMemo,
+    account_ranks,
+    standings,
+)
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
 from allot.core.preemption import (
@@ -157,9 +163,13 @@ def plan(
     ``whole_queue`` looks at every job, for showing each one's reason: what ``allot
     queue`` and ``allot explain`` do."""
     ranked: dict[str, Standing] = {}
-    if _uses_fair_share(policy):
-        ranked = (memo.standings if memo else standings)(state, now, policy.fair_share)
-    ranks = _ranks(ranked)
+    ranks: dict[str, AccountRank] = {}
+    if _uses_fair_share(policy) and memo is not None:
+        ranked = memo.standings(state, now, policy.fair_share)
+        ranks = memo.account_ranks()
+    elif _uses_fair_share(policy):
+        ranked = standings(state, now, policy.fair_share)
+        ranks = account_ranks(ranked)
     cycle = _Cycle(state, now, policy, ranked)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
     depth = len(state.pending) if whole_queue else policy.queue_depth
@@ -722,26 +732,3 @@ class _Cycle:
             self.quotas.charge(spec.account, gpu_amounts(extra, space.model))
             grown = Placement(node_id=space.node_id, gpus=sorted(placement.gpus + more))
             admitted.placements = [grown]
-
-
-_last_ranks: tuple[dict[str, Standing], dict[str, AccountRank]] = ({}, {})
-
-
-def _ranks(ranked: dict[str, Standing]) -> dict[str, AccountRank]:
-    """The ranks as plans state them; a memo's ranking is the same object until it
-    changes, so they are converted once, not every cycle."""
-    global _last_ranks
-    if _last_ranks[0] is not ranked:
-        _last_ranks = (ranked, {a: _rank(s) for a, s in ranked.items()})
-    return _last_ranks[1]
-
-
-def _rank(standing: Standing) -> AccountRank:
-    return AccountRank(
-        account=standing.account,
-        rank=standing.rank,
-        share_ppm=standing.share_ppm,
-        usage_ppm=standing.usage_ppm,
-        usage_gpu_ms=standing.usage_gpu_ms,
-        level_factor_ppm=standing.level_factor_ppm,
-    )

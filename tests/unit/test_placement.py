@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allot.core import apply
 from allot.core.placement import Capacity
 from allot.proto.events import Placement, Topology
 from tests import builders as b
@@ -121,3 +122,11 @@ def test_no_gpu_twice_gangs_whole_and_topology_kept(
             assert any(set(found[0].gpus) <= set(island) for island in islands)
         if topology == "rack":
             assert len({state.nodes[p.node_id].labels["rack"] for p in found}) == 1
+
+
+def test_a_node_registering_again_with_other_islands_is_placed_by_its_new_shape() -> None:
+    state = fold(b.node("n1", 4, islands=[[0, 1], [2, 3]]))
+    assert Capacity.of(state).place(1, 4, "nvlink", ["SIM"]) is None
+    apply(state, state.seq + 1, b.node("n1", 4, islands=[[0, 1, 2, 3]]))
+    placed = Capacity.of(state).place(1, 4, "nvlink", ["SIM"])
+    assert placed == [Placement(node_id="n1", gpus=[0, 1, 2, 3])]
