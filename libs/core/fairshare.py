@@ -9,7 +9,7 @@
    usage by 0.4% of a 7-day half-life. Charges count at once.
 2. Among siblings, an account's level factor is its share (weight / sum of sibling weights)
    divided by its usage (its decayed usage / the siblings' total). An account with no usage
-   yet comes first. Factors are exact fractions.
+   yet comes first. Standings keep the integers; factors are exact fractions of them.
 3. The tree is walked depth first, siblings in order of level factor (then path), so every
    account below a higher-ranked sibling ranks above every account below a lower one.
    Rank 1 is served first.
@@ -37,27 +37,61 @@ class FairSharePolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Standing(msgspec.Struct, frozen=True, kw_only=True):
-    """The numbers behind an account's rank."""
+    """The numbers behind an account's rank, kept as integers: the ratios are exact
+    fractions of them, computed only when asked for."""
 
     account: str
     rank: int
     weight: int
-    share: Fraction
+    sibling_weight: int  # the weights of it and its siblings, summed
     usage_gpu_ms: int  # decayed (or windowed) usage, including everything below it
-    usage_fraction: Fraction  # among its siblings
-    level_factor: Fraction | None  # share / usage fraction; None: no usage, ranks first
+    sibling_usage_gpu_ms: int  # the usage of it and its siblings, summed
+
+    @property
+    def share(self) -> Fraction:
+        return Fraction(self.weight, self.sibling_weight)
+
+    @property
+    def usage_fraction(self) -> Fraction:
+        """Its part of its siblings' usage."""
+        if not self.usage_gpu_ms:
+            return Fraction(0)
+        return Fraction(self.usage_gpu_ms, self.sibling_usage_gpu_ms)
+
+    @property
+    def level_factor(self) -> Fraction | None:
+        """Share / usage fraction; None: no usage, it ranks first."""
+        if not self.usage_gpu_ms:
+            return None
+        return Fraction(
+            self.weight * self.sibling_usage_gpu_ms, self.sibling_weight * self.usage_gpu_ms
+        )
+
+    @property
+    def over_share(self) -> bool:
+        """It has used more than its share (level factor below 1)."""
+        return self.weight * self.sibling_usage_gpu_ms < self.sibling_weight * self.usage_gpu_ms
 
     @property
     def share_ppm(self) -> int:
-        return int(self.share * _PPM)
+        return self.weight * _PPM // self.sibling_weight
 
     @property
     def usage_ppm(self) -> int:
-        return int(self.usage_fraction * _PPM)
+        if not self.usage_gpu_ms:
+            return 0
+        return self.usage_gpu_ms * _PPM // self.sibling_usage_gpu_ms
 
     @property
     def level_factor_ppm(self) -> int | None:
-        return None if self.level_factor is None else int(self.level_factor * _PPM)
+        if not self.usage_gpu_ms:
+            return None
+        return (
+            self.weight
+            * self.sibling_usage_gpu_ms
+            * _PPM
+            // (self.sibling_weight * self.usage_gpu_ms)
+        )
 
 
 def decayed(gpu_ms: int, age_ns: int, half_life_ns: int) -> int:
@@ -111,16 +145,23 @@ class StandingsMemo:
         # path -> (what its days were counted at, their usage; the same for its hours)
         self._usage: dict[str, tuple[tuple[object, ...], int, tuple[object, ...], int]] = {}
         self._key: tuple[object, ...] | None = None
+        self._unchanged: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
         self._ranks: dict[str, AccountRank] | None = None
 
     def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
         now -= now % RESOLUTION_NS
+        # Nothing charged, no account added, the same hour: the same ranking.
+        unchanged = (id(state), state.fair_share_version, state.usage_version,
+                     len(state.job_accounts), now, policy)  # fmt: skip
+        if unchanged == self._unchanged:
+            return self._value
         weights = tree_weights(state)
         usage = {path: self._usage_at(state, path, now, policy) for path in weights}
         key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
             self._key, self._value, self._ranks = key, _ranked(weights, usage), None
+        self._unchanged = unchanged
         return self._value
 
     def account_ranks(self) -> dict[str, AccountRank]:
@@ -170,23 +211,22 @@ def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standin
         siblings = children.get(parent, [])
         total_weight = sum(weights[p] for p in siblings)
         total_usage = sum(usage[p] for p in siblings)
-        rows = []
-        for path in siblings:
-            share = Fraction(weights[path], total_weight)
-            used = Fraction(usage[path], total_usage) if total_usage else Fraction(0)
-            factor = share / used if used else None
-            rows.append((path, share, used, factor))
-        # Unused accounts first (by share, largest first); then by level factor, highest first.
-        rows.sort(key=lambda r: (r[3] is not None, -(r[3] or 0), -r[1], r[0]))
-        for path, share, used, factor in rows:
+
+        def order(path: str) -> tuple[object, ...]:
+            # Unused accounts first, then by level factor, highest first (w / W over u / U,
+            # where W and U are the siblings' alike); ties by share, largest first.
+            if not usage[path]:
+                return (False, 0, -weights[path], path)
+            return (True, -Fraction(weights[path], usage[path]), -weights[path], path)
+
+        for path in sorted(siblings, key=order):
             result[path] = Standing(
                 account=path,
                 rank=len(result) + 1,
                 weight=weights[path],
-                share=share,
+                sibling_weight=total_weight,
                 usage_gpu_ms=usage[path],
-                usage_fraction=used,
-                level_factor=factor,
+                sibling_usage_gpu_ms=total_usage,
             )
             visit(path)
 

@@ -53,6 +53,7 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
         raise Ignore(f"charge for {e.job_id} does not match its run")
     if run.until_ns is not None and e.to_ns > run.until_ns:
         raise Ignore(f"charge for {e.job_id} runs past the end of its attempt")
+    state.usage_version += 1
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]

@@ -229,6 +229,7 @@ class State:
         self.stopped: dict[str, None] = {}  # preempted jobs not yet requeued or ended
         self.policies: dict[str, str] = {}  # policy hash -> its settings (JSON)
         self.fair_share_version = 0  # bumped whenever the accounts change (not their usage)
+        self.usage_version = 0  # bumped with every charge
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0

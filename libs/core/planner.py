@@ -608,9 +608,7 @@ class _Cycle:
         for them. ``rest``: the jobs the cycle did not reach, in order. Then jobs on
         draining nodes are stopped as their protection ends."""
         restart_ms = self.policy.restart_overhead_ns // 1_000_000
-        over_share = frozenset(
-            a for a, s in self.ranked.items() if s.level_factor is not None and s.level_factor < 1
-        )
+        over_share = frozenset(a for a, s in self.ranked.items() if s.over_share)
         chosen_victims: set[str] = set()
         running = stoppable_jobs(self.state, self.now, restart_ms, self.policy.time_slice_ns)
         tries = self.policy.preemptors_per_cycle if running.jobs else 0
@@ -635,9 +633,7 @@ class _Cycle:
                 reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus)
                 if self.quotas.active
                 else frozenset(),
-                under_share=standing is None
-                or standing.level_factor is None
-                or standing.level_factor >= 1,
+                under_share=standing is None or not standing.over_share,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
                 allowed=frozenset(self.policy.grounds),

@@ -79,28 +79,29 @@ class QuotaBook:
         self._paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see _path
         self.version = 0  # one more with every charge: refusals older than it may have changed
         # (cohort, resource) -> sum over its members of max(used, guaranteed), kept current
-        self._cohort_held: dict[tuple[str, str], int] = {
-            (parent, resource): sum(self._held(child, resource) for child in children)
-            for parent, children in self._children.items()
-            for resource in self._managed[parent]
-        }
-        self._cohort_used = dict.fromkeys(self._cohort_held, 0)  # sum of members' use
+        self._cohort_held: dict[tuple[str, str], int] = {}
+        self._cohort_used: dict[tuple[str, str], int] = {}  # sum of members' use
         # (account, wanted) -> the (path, resource) that refused it. Use only grows within a
         # cycle, so what was refused stays refused; only its room is read again.
         self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
-        if not self.active:
-            return
-        for node in state.nodes.values():
-            if not node.lost:  # cordoned nodes' GPUs count: what runs there counts as used
-                for resource, amount in (
-                    (GPU, len(node.gpus)),
-                    (f"{GPU}:{model_of(node)}", len(node.gpus)),
-                    ("cpu", node.cpus),
-                    ("memory_mib", node.memory_mib),
-                ):
-                    self._capacity[resource] = self._capacity.get(resource, 0) + amount
-        for account, amounts in sorted(state.held.items()):
-            self.charge(account, amounts)
+        if self.active:
+            self._capacity = _capacity(state)
+            for account, amounts in state.held.items():  # sums: the order does not matter
+                for path in ancestry(account):
+                    used = self._used.setdefault(path, {})
+                    for resource, amount in amounts.items():
+                        used[resource] = used.get(resource, 0) + amount
+        members = {parent: set(children) for parent, children in self._children.items()}
+        for path in self._used:
+            members.setdefault(parent_of(path) or "", set()).add(path)
+        for parent, resources in self._managed.items():
+            for resource in resources:
+                self._cohort_held[parent, resource] = sum(
+                    self._held(member, resource) for member in members[parent]
+                )
+                self._cohort_used[parent, resource] = sum(
+                    self._used.get(member, {}).get(resource, 0) for member in members[parent]
+                )
 
     def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
         """The first limit a job on ``model`` would break, leaf first, or None."""
@@ -225,3 +226,19 @@ class QuotaBook:
         quota = settings.quota.get(resource, 0)
         lendable = min(settings.lending_limit.get(resource, quota), quota)
         return max(used, quota - lendable)
+
+
+def _capacity(state: State) -> Usage:
+    """What the cluster has of each resource; cordoned nodes' GPUs count (what runs there
+    counts as used), lost nodes' do not."""
+    capacity: Usage = {}
+    for node in state.nodes.values():
+        if not node.lost:
+            for resource, amount in (
+                (GPU, len(node.gpus)),
+                (f"{GPU}:{model_of(node)}", len(node.gpus)),
+                ("cpu", node.cpus),
+                ("memory_mib", node.memory_mib),
+            ):
+                capacity[resource] = capacity.get(resource, 0) + amount
+    return capacity

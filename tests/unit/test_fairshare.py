@@ -190,5 +190,6 @@ def test_the_memo_ranks_as_a_fresh_ranking_does(charged: list[tuple[str, int, in
         usage = state.usage.setdefault(account, AccountUsage())
         usage.total_gpu_ms += gpu_ms
         usage.add(now // HOUR_NS - back, gpu_ms)  # late charges too
+        state.usage_version += 1  # as the fold does with every charge
         assert memo.standings(state, now, POLICY) == standings(state, now, POLICY)
         now += step
