@@ -231,59 +231,76 @@ def _ordered(
     jobs of one tier and account in submission order, so merging those queues by the key of
     their next job gives the whole order without sorting it, and a cycle that stops early
     pays only for what it looked at."""
-    key = _order_key(state, ranked, now, policy)
-    queues = list(state.queues.values())
+    base, lift = _order_key(state, ranked, now, policy)
+    jobs, queues = state.jobs, list(state.queues.values())
+    bases = [base(tier, account) for tier, account in state.queues]
     heads = []
     for n, entries in enumerate(queues):
-        job = state.jobs[entries[0][1]]
-        heads.append((key(job), n, 0, job))
+        job = jobs[entries[0][1]]
+        heads.append((bases[n] - (lift(job) << _SEQ_BITS) + job.submitted_seq, n, 0, job))
     heapq.heapify(heads)
     while heads:
         _, n, i, job = heads[0]
         yield job
         if i + 1 < len(queues[n]):
-            after = state.jobs[queues[n][i + 1][1]]
-            heapq.heapreplace(heads, (key(after), n, i + 1, after))
+            after = jobs[queues[n][i + 1][1]]
+            key = bases[n] - (lift(after) << _SEQ_BITS) + after.submitted_seq
+            heapq.heapreplace(heads, (key, n, i + 1, after))
         else:
             heapq.heappop(heads)
 
 
+# A job's key packs its order into one integer (the merge compares keys a hundred times a
+# cycle): the part its queue shares, less what waiting has earned it, then its submission
+# sequence (unique, below 2**64, a log sequence number) in the low bits.
+_SEQ_BITS = 64
+_FULL = 1_000_000  # a full multifactor factor
+
+
 def _order_key(
     state: State, ranked: dict[str, Standing], now: int, policy: Policy
-) -> Callable[[JobRecord], tuple[object, ...]]:
+) -> tuple[Callable[[str, str], int], Callable[[JobRecord], int]]:
+    """The key of a job as (the part of its (tier, account) queue, the lift of the job)."""
     outside_the_tree = len(ranked) + 1
     exhausted = _exhausted_accounts(state, now)
-    standing = {  # account -> (budget exhausted, fair-share rank)
-        account: (
-            account in exhausted,
-            ranked[account].rank if account in ranked else outside_the_tree,
-        )
-        for account in state.job_accounts
-    }
     tier = {name: n for n, name in enumerate(TIERS)}
     step, most = policy.aging_step_ns, policy.aging_max_ranks
     accounts = max(1, len(ranked))
 
-    def fair_share(job: JobRecord) -> tuple[object, ...]:
-        lift = max(0, min((now - job.submitted_at) // step, most))
-        spent, rank = standing[job.spec.account]
-        return (tier[job.spec.tier], spent, rank - lift, job.submitted_seq, job.job_id)
+    def rank(account: str) -> int:
+        return ranked[account].rank if account in ranked else outside_the_tree
 
-    def multifactor(job: JobRecord) -> tuple[object, ...]:
+    def none(job: JobRecord) -> int:
+        return 0
+
+    if policy.order == "fair-share":
+        # By tier, then budget exhausted, then fair-share rank lifted one per aging step
+        # waited, up to ``most`` (rank - lift + most is in [0, ranks + most]).
+        ranks = outside_the_tree + most + 1
+
+        def fair_share(tier_name: str, account: str) -> int:
+            group = tier[tier_name] * 2 + (account in exhausted)
+            return (group * ranks + rank(account) + most) << _SEQ_BITS
+
+        def aging(job: JobRecord) -> int:
+            return max(0, min((now - job.submitted_at) // step, most))
+
+        return fair_share, aging
+    if policy.order == "multifactor":
         # Slurm's priority/multifactor with equal weights for age and fair share (Fair
-        # Tree's factor is the account's rank from the top, as a fraction).
-        age = min(max(0, now - job.submitted_at), policy.max_age_ns) * 1_000_000
-        rank = standing[job.spec.account][1]
-        share = (accounts - min(rank, accounts) + 1) * 1_000_000 // accounts
-        return (-(age // policy.max_age_ns + share), job.submitted_seq, job.job_id)
+        # Tree's factor is the account's rank from the top, as a fraction); highest first.
+        def share(_: str, account: str) -> int:
+            factor = (accounts - min(rank(account), accounts) + 1) * _FULL // accounts
+            return (2 * _FULL - factor) << _SEQ_BITS
 
-    keys: dict[str, Callable[[JobRecord], tuple[object, ...]]] = {
-        "fair-share": fair_share,
-        "fifo": lambda job: (job.submitted_seq, job.job_id),
-        "tier": lambda job: (tier[job.spec.tier], job.submitted_seq, job.job_id),
-        "multifactor": multifactor,
-    }
-    return keys[policy.order]
+        def age(job: JobRecord) -> int:
+            waited = min(max(0, now - job.submitted_at), policy.max_age_ns)
+            return waited * _FULL // policy.max_age_ns
+
+        return share, age
+    if policy.order == "tier":
+        return (lambda tier_name, _: tier[tier_name] << _SEQ_BITS), none
+    return (lambda _, __: 0), none
 
 
 def _exhausted_accounts(state: State, now: int) -> dict[str, str]:

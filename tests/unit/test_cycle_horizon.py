@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, Policy, apply, plan
 from allot.core.fairshare import standings
-from allot.core.planner import Plan, _order_key, queue
+from allot.core.model import JobRecord
+from allot.core.planner import Plan, queue
+from allot.proto.events import TIERS
 from tests import builders as b
 from tests.builders import fold
 
@@ -88,10 +90,22 @@ def test_merging_the_queues_gives_the_order_a_full_sort_would(
         at += later
         events.append(b.submitted(f"j{n}", at=at, account=account, tier=tier))
     state = fold(*events)
-    policy = Policy(order=order, aging_step_ns=HOUR, aging_max_ranks=2)
+    policy = Policy(order=order, aging_step_ns=HOUR, aging_max_ranks=2, max_age_ns=10 * HOUR)
     now = at + HOUR
-    key = _order_key(state, standings(state, now, policy.fair_share), now, policy)
-    expected = sorted((state.jobs[j] for j in state.pending), key=key)
+    ranked = standings(state, now, policy.fair_share)
+    accounts = len(ranked)
+
+    def documented(job: JobRecord) -> tuple[int, ...]:  # the planner's docstring, as a sort
+        tier, seq, waited = TIERS.index(job.spec.tier), job.submitted_seq, now - job.submitted_at
+        rank = ranked[job.spec.account].rank
+        if order == "fair-share":  # no budgets here, so none is exhausted
+            return (tier, rank - min(waited // HOUR, 2), seq)
+        if order == "multifactor":
+            age = min(waited, policy.max_age_ns) * 10**6 // policy.max_age_ns
+            return (-(age + (accounts - rank + 1) * 10**6 // accounts), seq)
+        return (tier, seq) if order == "tier" else (seq,)
+
+    expected = sorted((state.jobs[j] for j in state.pending), key=documented)
     assert [j.job_id for j in queue(state, now, policy)] == [j.job_id for j in expected]
 
 
