@@ -191,7 +191,7 @@ def plan(
         cycle.consider(job, position)
         blocked = policy.strict and len(cycle.admitted) == admitted
     if policy.preemption:
-        cycle.preempt(itertools.takewhile(lambda seen: seen[0] <= depth, queued))
+        cycle.preempt(queued, depth)
     cycle.grow_elastic()
     stated = [w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason]
     looked_at = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
@@ -619,11 +619,12 @@ class _Cycle:
 
     # --- preemption ---
 
-    def preempt(self, rest: Iterable[tuple[int, JobRecord]]) -> None:
+    def preempt(self, rest: Iterable[tuple[int, JobRecord]], depth: int) -> None:
         """Step 8: waiting jobs short of room, in queue order, pick the cheapest running
         jobs they are owed (``allot.core.preemption``); the GPUs they will take are held
-        for them. ``rest``: the jobs the cycle did not reach, in order. Then jobs on
-        draining nodes are stopped as their protection ends."""
+        for them. ``rest``: the jobs the cycle did not reach, in order, of which those
+        within ``depth`` are scanned. Then jobs on draining nodes are stopped as their
+        protection ends."""
         restart_ms = self.policy.restart_overhead_ns // 1_000_000
         over_share = frozenset(a for a, s in self.ranked.items() if s.over_share)
         chosen_victims: set[str] = set()
@@ -633,7 +634,7 @@ class _Cycle:
         # they were owed): victims only get fewer as the cycle goes, so neither is one
         # like them.
         owed_nothing: set[tuple[object, ...]] = set()
-        for n, job, position in self._short_of_room(rest):
+        for n, job, position in self._short_of_room(rest, depth):
             if tries == 0:
                 break
             spec, standing = job.spec, self.ranked.get(job.spec.account)
@@ -700,22 +701,27 @@ class _Cycle:
                 )
 
     def _short_of_room(
-        self, rest: Iterable[tuple[int, JobRecord]]
+        self, rest: Iterable[tuple[int, JobRecord]], depth: int
     ) -> Iterator[tuple[int | None, JobRecord, int]]:
         """Waiting jobs that lack only room, in queue order, as (their index in
-        ``waiting``, or None for one the cycle did not look at; the job; its position)."""
-        looked_at = (
-            (waiting.position, n, self.state.jobs[waiting.reason.job_id])
-            for n, waiting in enumerate(self.waiting)
-            if waiting.reason.code in (NO_FIT, NO_BLOCK, BEHIND)
-        )
-        not_looked_at = ((position, None, job) for position, job in rest)
-        for position, n, job in heapq.merge(looked_at, not_looked_at, key=lambda e: e[0]):
+        ``waiting``, or None for one the cycle did not look at; the job; its position).
+        The jobs the cycle looked at all come before those it did not reach."""
+        holds, exhausted, jobs = self.state.holds, self.exhausted, self.state.jobs
+        for n in range(len(self.waiting)):  # it grows with the jobs of ``rest`` only
+            waiting = self.waiting[n]
+            if waiting.reason.code in (NO_FIT, NO_BLOCK, BEHIND):
+                job = jobs[waiting.reason.job_id]
+                if job.job_id not in holds and job.spec.account not in exhausted:
+                    yield n, job, waiting.position
+        free = self.capacity.free_by_model
+        for position, job in rest:
+            if position > depth:
+                return
             spec = job.spec
-            if job.job_id in self.state.holds or spec.account in self.exhausted:
+            if job.job_id in holds or spec.account in exhausted:
                 continue
-            if n is not None or not spec.flavor or spec.flavor in self.capacity.free_by_model:
-                yield n, job, position
+            if not spec.flavor or spec.flavor in free:
+                yield None, job, position
 
     # --- elastic growth ---
 
