@@ -257,9 +257,10 @@ class Stoppable(msgspec.Struct, kw_only=True):
 def stoppable_jobs(
     state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
 ) -> Stoppable:
-    """Computed once per cycle, then filtered for each waiting job by what it is owed."""
+    """Computed once per cycle, then filtered for each waiting job by what it is owed.
+    In no particular order: ``choose`` orders victims by cost and job id itself."""
     jobs, lowest, unfunded, sliceable = [], -1, False, set()
-    for job_id in sorted(state.holding):
+    for job_id in state.holding:
         job = state.jobs[job_id]
         if not stoppable(job, now):
             continue
@@ -282,7 +283,7 @@ def candidates(
     exclude: set[str],
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with its cost and the first ground
-    that allows it, by job id."""
+    that allows it."""
     allowed = grounds.allowed
     possible = (
         (TIER in allowed and _TIER_RANK[waiting.tier] < stoppable.lowest_tier)

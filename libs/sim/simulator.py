@@ -30,7 +30,7 @@ from allot.core.accounts import ancestry
 from allot.core.fairshare import StandingsMemo
 from allot.core.model import JobStatus
 from allot.core.validate import validate_submission
-from allot.proto.commands import SubmitRequest
+from allot.proto.commands import FieldError, SubmitRequest
 from allot.proto.events import (
     DEFAULT_GRACE_NS,
     AccountDefined,
@@ -112,6 +112,7 @@ class Simulator:
         self._accounts(sorted({j.account for j in jobs}))
         self.unfinished = len(jobs)
         self.refused: dict[str, str] = {}  # job id -> why intake would refuse it
+        self._validated: dict[bytes, list[FieldError]] = {}  # encoded spec -> its refusals
         for job in jobs:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
         for n in range(settings.nodes):
@@ -176,12 +177,22 @@ class Simulator:
             if job.resumable and job.checkpoint_interval_s else None,
             topology="any", grace_ns=DEFAULT_GRACE_NS,
         )  # fmt: skip
-        errors = validate_submission(SubmitRequest(spec=spec), self.state)
+        errors = self._refusals(spec)
         if errors:  # refused, as intake refuses it: it could never run here
             self.refused[job_id] = "; ".join(f"{e.field}={e.value}: {e.message}" for e in errors)
             self.unfinished -= 1
             return
         self._add(JobSubmitted(meta=self._meta(), job_id=job_id, spec=spec))
+
+    def _refusals(self, spec: JobSpec) -> list[FieldError]:
+        """What intake would refuse the job for. The simulated cluster and accounts never
+        change once it starts, so a spec gets the same answer every time it is asked."""
+        key = msgspec.json.encode(spec)
+        errors = self._validated.get(key)
+        if errors is None:
+            errors = validate_submission(SubmitRequest(spec=spec), self.state)
+            self._validated[key] = errors
+        return errors
 
     def _on_finish(self, job_id: str) -> None:
         record = self.state.jobs[job_id]
