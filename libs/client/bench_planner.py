@@ -22,8 +22,7 @@ from collections import Counter
 from typing import Any
 
 from allot.client.bench import percentile
-from allot.core import DEFAULT_POLICY, State, apply, plan, validate_submission
-from allot.core.fairshare import StandingsMemo
+from allot.core import DEFAULT_POLICY, PlanMemo, State, apply, plan, validate_submission
 from allot.proto.commands import SubmitRequest
 from allot.proto.events import (
     AccountDefined,
@@ -220,7 +219,7 @@ def measure(state: State, repeat: int) -> dict[str, Any]:
     started = time.perf_counter()
     decided = plan(state, NOW, DEFAULT_POLICY)
     cold_ms = (time.perf_counter() - started) * 1000
-    memo = StandingsMemo()
+    memo = PlanMemo()
     timings = []
     for _ in range(repeat):
         started = time.perf_counter()

@@ -19,8 +19,7 @@ import msgspec
 
 from allot.bus.codec import encode
 from allot.client.logfile import Line, read_log
-from allot.core import DEFAULT_POLICY, State, apply, plan, policy_hash
-from allot.core.fairshare import StandingsMemo
+from allot.core import DEFAULT_POLICY, PlanMemo, State, apply, plan, policy_hash
 from allot.core.replay import verify
 from allot.proto.events import (
     AccountDefined,
@@ -82,7 +81,7 @@ def write_history(path: Path, events: int, seed: int) -> int:
             policy_json=msgspec.json.encode(DEFAULT_POLICY).decode(),
         )
     )  # fmt: skip
-    memo, now, job = StandingsMemo(), 0, 0
+    memo, now, job = PlanMemo(), 0, 0
     ends: dict[str, int] = {}  # running job -> when it will exit
     while log.state.seq < events:
         now += MINUTE

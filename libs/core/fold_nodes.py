@@ -94,11 +94,21 @@ def _drained(state: State, seq: int, e: NodeDrained) -> None:
     node.drained = True
 
 
+def _changes_nodes(rule: FoldRule) -> FoldRule:
+    """A rule that changes nodes (not what they hold) bumps ``State.nodes_version``."""
+
+    def fold(state: State, seq: int, event: Event) -> None:
+        rule(state, seq, event)
+        state.nodes_version += 1
+
+    return fold
+
+
 RULES: dict[type[Event], FoldRule] = {
-    NodeRegistered: _registered,
-    NodeHealthChanged: _health,
-    NodeLost: _lost,
-    NodeCordoned: _cordoned,
-    NodeUncordoned: _uncordoned,
-    NodeDrained: _drained,
+    NodeRegistered: _changes_nodes(_registered),
+    NodeHealthChanged: _changes_nodes(_health),
+    NodeLost: _changes_nodes(_lost),
+    NodeCordoned: _changes_nodes(_cordoned),
+    NodeUncordoned: _changes_nodes(_uncordoned),
+    NodeDrained: _changes_nodes(_drained),
 }

@@ -230,6 +230,7 @@ class State:
         self.policies: dict[str, str] = {}  # policy hash -> its settings (JSON)
         self.fair_share_version = 0  # bumped whenever the accounts change (not their usage)
         self.usage_version = 0  # bumped with every charge
+        self.nodes_version = 0  # bumped whenever a node changes (not what it holds)
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0

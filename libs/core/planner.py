@@ -58,7 +58,7 @@ from allot.core.preemption import (
     draining,
     stoppable_jobs,
 )
-from allot.core.quota import QuotaBlock, QuotaBook, gpu_amounts, needs
+from allot.core.quota import QuotaBlock, QuotaBook, QuotaFrame, gpu_amounts, needs
 from allot.core.topology import model_of
 from allot.proto.events import (
     TIERS,
@@ -147,15 +147,31 @@ def policy_hash(policy: Policy) -> str:
     return hashlib.sha256(msgspec.json.encode(policy)).hexdigest()[:16]
 
 
+class PlanMemo:
+    """What a planner keeps between cycles because it changes less often than the state:
+    fair-share standings and the quota frame. A plan is the same with or without it."""
+
+    def __init__(self) -> None:
+        self.standings = StandingsMemo()
+        self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
+
+    def quota_frame(self, state: State) -> QuotaFrame:
+        key = (id(state), state.fair_share_version, state.nodes_version)
+        if self._frame is None or self._frame[0] != key:
+            self._frame = (key, QuotaFrame(state))
+        return self._frame[1]
+
+
 def plan(
     state: State,
     now: int,
     policy: Policy,
-    memo: StandingsMemo | None = None,
+    memo: PlanMemo | None = None,
     whole_queue: bool = False,
 ) -> Plan:
     """Decide which pending jobs start where. ``now`` is recorded, not read. A ``memo``
-    saves recomputing fair share between plans; it never changes the plan.
+    saves recomputing fair share and quota structure between plans; it never changes
+    the plan.
 
     A cycle looks at the queue in order up to the policy's ``queue_depth``, and stops
     early once nothing more could start (no GPU is left free); the jobs it does not reach
@@ -165,12 +181,13 @@ def plan(
     ranked: dict[str, Standing] = {}
     ranks: dict[str, AccountRank] = {}
     if _uses_fair_share(policy) and memo is not None:
-        ranked = memo.standings(state, now, policy.fair_share)
-        ranks = memo.account_ranks()
+        ranked = memo.standings.standings(state, now, policy.fair_share)
+        ranks = memo.standings.account_ranks()
     elif _uses_fair_share(policy):
         ranked = standings(state, now, policy.fair_share)
         ranks = account_ranks(ranked)
-    cycle = _Cycle(state, now, policy, ranked)
+    frame = memo.quota_frame(state) if memo is not None and policy.quotas else None
+    cycle = _Cycle(state, now, policy, ranked, frame)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
     depth = len(state.pending) if whole_queue else policy.queue_depth
     unseen_holds = len(state.holds)
@@ -263,7 +280,7 @@ def _order_key(
     """The key of a job as (the part of its (tier, account) queue, the lift of the job)."""
     outside_the_tree = len(ranked) + 1
     exhausted = _exhausted_accounts(state, now)
-    tier = {name: n for n, name in enumerate(TIERS)}
+    tier: dict[str, int] = {name: n for n, name in enumerate(TIERS)}
     step, most = policy.aging_step_ns, policy.aging_max_ranks
     accounts = max(1, len(ranked))
 
@@ -342,14 +359,21 @@ class _Cycle:
     """One planning cycle's working state: what is still free, quota use, the reservation,
     and the decisions so far."""
 
-    def __init__(self, state: State, now: int, policy: Policy, ranked: dict[str, Standing]):
+    def __init__(
+        self,
+        state: State,
+        now: int,
+        policy: Policy,
+        ranked: dict[str, Standing],
+        frame: QuotaFrame | None = None,
+    ):
         self.state, self.now, self.policy, self.ranked = state, now, policy, ranked
         self.capacity = Capacity.of(state)
         # GPUs kept for jobs that preempted others: nobody else takes them once free.
         for placements in state.holds.values():
             self._hold(placements, take=True)
         self.free_at_start = dict(self.capacity.free_by_model)
-        self.quotas = QuotaBook(state if policy.quotas else State())
+        self.quotas = QuotaBook(state, frame) if policy.quotas else QuotaBook(State())
         self.exhausted = _exhausted_accounts(state, now)
         self.unschedulable_models = {
             model_of(n) for n in state.nodes.values() if not n.schedulable and not n.lost

@@ -55,28 +55,41 @@ def gpu_amounts(gpus: int, model: str | None) -> Usage:
     return {GPU: gpus} if model is None else {GPU: gpus, f"{GPU}:{model}": gpus}
 
 
+class QuotaFrame:
+    """What a quota book reads that changes only with the accounts or the nodes: the
+    cohorts, the resources each limits, and what the cluster has. A planner keeps one
+    between cycles (``allot.core.planner.PlanMemo``)."""
+
+    def __init__(self, state: State):
+        self.settings = state.accounts
+        self.children: dict[str, list[str]] = {}
+        for path in sorted(state.accounts):
+            self.children.setdefault(parent_of(path) or "", []).append(path)
+        # cohort (parent path, "" for the top) -> resources some child declares a quota for
+        self.managed: dict[str, frozenset[str]] = {
+            parent: frozenset(r for child in children for r in state.accounts[child].quota)
+            for parent, children in self.children.items()
+        }
+        self.limited: dict[str, frozenset[str]] = {  # account -> resources it caps borrowing of
+            path: frozenset(settings.borrowing_limit) for path, settings in state.accounts.items()
+        }
+        self.active = any(self.managed.values()) or any(self.limited.values())
+        self.by_model = any(r.startswith(GPU + ":") for rs in self.managed.values() for r in rs)
+        self.capacity = _capacity(state) if self.active else {}
+        self.paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see QuotaBook._path
+
+
 class QuotaBook:
     """Quota use of one planning cycle: filled from the running jobs, then charged with
     each admission of the cycle."""
 
-    def __init__(self, state: State):
-        self._settings = state.accounts
-        self._children: dict[str, list[str]] = {}
-        for path in sorted(state.accounts):
-            self._children.setdefault(parent_of(path) or "", []).append(path)
-        # cohort (parent path, "" for the top) -> resources some child declares a quota for
-        self._managed: dict[str, frozenset[str]] = {
-            parent: frozenset(r for child in children for r in state.accounts[child].quota)
-            for parent, children in self._children.items()
-        }
-        self._limited: dict[str, frozenset[str]] = {  # account -> resources it caps borrowing of
-            path: frozenset(settings.borrowing_limit) for path, settings in state.accounts.items()
-        }
-        self.active = any(self._managed.values()) or any(self._limited.values())
-        self.by_model = any(r.startswith(GPU + ":") for rs in self._managed.values() for r in rs)
-        self._capacity: Usage = {}
+    def __init__(self, state: State, frame: QuotaFrame | None = None):
+        frame = frame or QuotaFrame(state)
+        self._settings, self._children = frame.settings, frame.children
+        self._managed, self._limited = frame.managed, frame.limited
+        self.active, self.by_model = frame.active, frame.by_model
+        self._capacity, self._paths = frame.capacity, frame.paths
         self._used: dict[str, Usage] = {}
-        self._paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see _path
         self.version = 0  # one more with every charge: refusals older than it may have changed
         # (cohort, resource) -> sum over its members of max(used, guaranteed), kept current
         self._cohort_held: dict[tuple[str, str], int] = {}
@@ -85,7 +98,6 @@ class QuotaBook:
         # cycle, so what was refused stays refused; only its room is read again.
         self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
         if self.active:
-            self._capacity = _capacity(state)
             for account, amounts in state.held.items():  # sums: the order does not matter
                 for path in ancestry(account):
                     used = self._used.setdefault(path, {})

@@ -16,10 +16,9 @@ from collections.abc import Iterable
 
 import msgspec
 
-from allot.core.fairshare import StandingsMemo
 from allot.core.fold import LogRecord, apply_record
 from allot.core.model import State
-from allot.core.planner import DEFAULT_POLICY, Plan, Policy, plan, policy_hash
+from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
 from allot.proto.events import PlanComputed, PolicyAdopted
 
 
@@ -67,7 +66,7 @@ def verify(
         f"policy {h} is not in the log: those plans are verified with the default policy"
         for h in unknown
     ]
-    state, memo = State(), StandingsMemo()
+    state, memo = State(), PlanMemo()
     expected: dict[int, tuple[PlanComputed, Plan]] = {}
 
     def recompute(basis: int) -> None:

@@ -25,9 +25,8 @@ from typing import Any
 
 import msgspec
 
-from allot.core import Policy, State, apply, plan, policy_hash
+from allot.core import PlanMemo, Policy, State, apply, plan, policy_hash
 from allot.core.accounts import ancestry
-from allot.core.fairshare import StandingsMemo
 from allot.core.model import JobStatus
 from allot.core.validate import validate_submission
 from allot.proto.commands import FieldError, SubmitRequest
@@ -84,7 +83,7 @@ class Simulator:
         # With ``record``, every event is kept: a log that replay can verify, showing the
         # simulator's decisions are the planner's own.
         self.events: list[Event] | None = [] if record else None
-        self.memo = StandingsMemo()
+        self.memo = PlanMemo()
         self.now = 0
         self._ids = itertools.count()
         self._order = itertools.count()

@@ -15,9 +15,9 @@ import logging
 import msgspec
 
 from allot.bus.eventlog import Conflict, EventLog
-from allot.core import DEFAULT_POLICY, Policy, State, plan, policy_hash
+from allot.core import DEFAULT_POLICY, PlanMemo, Policy, State, plan, policy_hash
 from allot.core.accounts import parse_duration
-from allot.core.fairshare import FairSharePolicy, StandingsMemo
+from allot.core.fairshare import FairSharePolicy
 from allot.core.maxwait import overdue
 from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
 from allot.services.runtime import Clock, code_version, follow_state, stamp
@@ -44,7 +44,7 @@ class Planner:
         self.plans = 0
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
-        self._memo = StandingsMemo()
+        self._memo = PlanMemo()
 
     async def run(self) -> None:
         adopted = PolicyAdopted(

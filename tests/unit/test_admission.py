@@ -6,7 +6,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.core import DEFAULT_POLICY, apply, plan
+from allot.core import DEFAULT_POLICY, PlanMemo, apply, plan
 from allot.core.maxwait import overdue
 from allot.core.placement import Capacity
 from allot.core.planner import Plan
@@ -17,6 +17,7 @@ from allot.proto.events import (
     Event,
     MaxWaitExceeded,
     NodeCordoned,
+    NodeLost,
     PendingReason,
 )
 from tests import builders as b
@@ -409,3 +410,24 @@ def test_elastic_growth_is_any_count_and_stays_in_its_nvlink_island() -> None:
     assert placed == {"linked": ("n1", [0, 1, 2, 3]), "odd": ("n2", [0, 1, 2])}
     apply(state, state.seq + 1, msgspec.structs.replace(b.plan(), admissions=decided.admissions))
     assert state.ignored_count == 0
+
+
+def test_a_plan_memo_sees_new_quotas_and_lost_nodes() -> None:
+    # The memo keeps the quota frame (cohorts, what the cluster has) between cycles; it
+    # must notice accounts and nodes changing, or it admits what quota now refuses.
+    state = fold(b.node("n1", 4), b.node("n2", 4), account("lab"))
+    memo, policy = PlanMemo(), DEFAULT_POLICY
+    apply(state, state.seq + 1, b.submitted("j", 4, account="lab/a", at=NOW))
+    outcomes = [bool(plan(state, NOW, policy, memo).admissions)]  # no quotas yet
+    for event in [
+        NodeLost(meta=b.meta(), node_id="n2", last_seen_ns=0, timeout_ns=1),
+        account("lab/a", quota={"gpu": 4}),
+        # b keeps its 4 GPUs, so a may have only what the cluster has beyond them.
+        account("lab/b", quota={"gpu": 4}, lending_limit={"gpu": 0}),
+        b.node("n2", 4),  # back: 4 more GPUs beyond b's
+    ]:
+        apply(state, state.seq + 1, event)
+        remembered = plan(state, NOW, policy, memo)
+        assert remembered == plan(state, NOW, policy)
+        outcomes.append(bool(remembered.admissions))
+    assert outcomes == [True, True, True, False, True]

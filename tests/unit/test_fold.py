@@ -5,6 +5,9 @@ from hypothesis import strategies as st
 from allot.bus.codec import decode, encode
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply, apply_record, plan
 from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    AccountUpdated,
     BudgetGranted,
     Event,
     GraceTooShort,
@@ -19,6 +22,7 @@ from allot.proto.events import (
     NodeCordoned,
     NodeDrained,
     NodeHealthChanged,
+    NodeLost,
     NodeUncordoned,
     Placement,
     PolicyAdopted,
@@ -538,14 +542,32 @@ def test_registering_again_does_not_clear_an_unhealthy_node() -> None:
     assert not state.nodes["n1"].schedulable
 
 
+# With the accounts' quotas and nodes changing too: what the plan memo keeps between cycles.
+memo_events = st.one_of(
+    events,
+    st.builds(
+        lambda kind, path, quota: kind(
+            meta=b.meta(), path=path, settings=AccountSettings(quota={"gpu": quota})
+        ),
+        st.sampled_from([AccountDefined, AccountUpdated]),
+        st.sampled_from(["lab", "lab/team", "lab/other"]),
+        st.integers(0, 4),
+    ),
+    st.builds(
+        lambda n: NodeLost(meta=b.meta(), node_id=n, last_seen_ns=0, timeout_ns=1),
+        st.sampled_from(NODES),
+    ),
+)
+
+
 @given(
-    st.lists(events, max_size=30),
+    st.lists(memo_events, max_size=30),
     st.lists(st.integers(0, 3 * 60 * 10**9), min_size=30, max_size=30),
 )
-def test_the_fair_share_memo_never_changes_a_plan(sequence: list[Event], clock: list[int]) -> None:
-    from allot.core.fairshare import StandingsMemo
+def test_the_plan_memo_never_changes_a_plan(sequence: list[Event], clock: list[int]) -> None:
+    from allot.core import PlanMemo
 
-    state, memo = State(), StandingsMemo()
+    state, memo = State(), PlanMemo()
     now = 0
     for seq, (event, step) in enumerate(zip(sequence, clock, strict=False), start=1):
         apply(state, seq, event)
