@@ -92,7 +92,15 @@ class Capacity:
         return cls(spaces)
 
     def copy(self) -> "Capacity":
-        return Capacity(space.copy() for space in self.nodes.values())
+        """An independent copy (its index copied, not rebuilt: reservations copy often)."""
+        twin = Capacity(())
+        twin.nodes = {node_id: space.copy() for node_id, space in self.nodes.items()}
+        twin.free_by_model = dict(self.free_by_model)
+        twin._by_free = {
+            model: {free: list(ids) for free, ids in by_free.items()}
+            for model, by_free in self._by_free.items()
+        }
+        return twin
 
     @property
     def models(self) -> list[str]:
