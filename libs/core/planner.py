@@ -248,36 +248,39 @@ def _ordered(
     jobs of one tier and account in submission order, so merging those queues by the key of
     their next job gives the whole order without sorting it, and a cycle that stops early
     pays only for what it looked at."""
-    base, lift = _order_key(state, ranked, now, policy)
+    base, (cap, times, per) = _order_key(state, ranked, now, policy)
     jobs, queues = state.jobs, list(state.queues.values())
     bases = [base(tier, account) for tier, account in state.queues]
-    heads = []
-    for n, entries in enumerate(queues):
-        job = jobs[entries[0][1]]
-        heads.append((bases[n] - (lift(job) << _SEQ_BITS) + job.submitted_seq, n, 0, job))
+
+    def key(n: int, job: JobRecord) -> int:
+        waited = now - job.submitted_at
+        lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
+        return bases[n] - (lift << _SEQ_BITS) + job.submitted_seq
+
+    heads = [(key(n, jobs[entries[0][1]]), n, 0) for n, entries in enumerate(queues)]
     heapq.heapify(heads)
     while heads:
-        _, n, i, job = heads[0]
-        yield job
+        _, n, i = heads[0]
+        yield jobs[queues[n][i][1]]
         if i + 1 < len(queues[n]):
-            after = jobs[queues[n][i + 1][1]]
-            key = bases[n] - (lift(after) << _SEQ_BITS) + after.submitted_seq
-            heapq.heapreplace(heads, (key, n, i + 1, after))
+            heapq.heapreplace(heads, (key(n, jobs[queues[n][i + 1][1]]), n, i + 1))
         else:
             heapq.heappop(heads)
 
 
 # A job's key packs its order into one integer (the merge compares keys a hundred times a
-# cycle): the part its queue shares, less what waiting has earned it, then its submission
-# sequence (unique, below 2**64, a log sequence number) in the low bits.
+# cycle): the part its queue shares, less what waiting has earned it (its lift), then its
+# submission sequence (unique, below 2**64, a log sequence number) in the low bits.
 _SEQ_BITS = 64
 _FULL = 1_000_000  # a full multifactor factor
+# A job's lift: min(its wait, cap) * times // per.
+_Lift = tuple[int, int, int]
 
 
 def _order_key(
     state: State, ranked: dict[str, Standing], now: int, policy: Policy
-) -> tuple[Callable[[str, str], int], Callable[[JobRecord], int]]:
-    """The key of a job as (the part of its (tier, account) queue, the lift of the job)."""
+) -> tuple[Callable[[str, str], int], _Lift]:
+    """The key of a job as (the part of its (tier, account) queue, how it lifts a job)."""
     outside_the_tree = len(ranked) + 1
     exhausted = _exhausted_accounts(state, now)
     tier: dict[str, int] = {name: n for n, name in enumerate(TIERS)}
@@ -286,9 +289,6 @@ def _order_key(
 
     def rank(account: str) -> int:
         return ranked[account].rank if account in ranked else outside_the_tree
-
-    def none(job: JobRecord) -> int:
-        return 0
 
     if policy.order == "fair-share":
         # By tier, then budget exhausted, then fair-share rank lifted one per aging step
@@ -299,25 +299,20 @@ def _order_key(
             group = tier[tier_name] * 2 + (account in exhausted)
             return (group * ranks + rank(account) + most) << _SEQ_BITS
 
-        def aging(job: JobRecord) -> int:
-            return max(0, min((now - job.submitted_at) // step, most))
-
-        return fair_share, aging
+        return fair_share, (most * step, 1, step)
     if policy.order == "multifactor":
         # Slurm's priority/multifactor with equal weights for age and fair share (Fair
         # Tree's factor is the account's rank from the top, as a fraction); highest first.
+        # The age factor is the lift: full at ``max_age_ns``.
         def share(_: str, account: str) -> int:
             factor = (accounts - min(rank(account), accounts) + 1) * _FULL // accounts
             return (2 * _FULL - factor) << _SEQ_BITS
 
-        def age(job: JobRecord) -> int:
-            waited = min(max(0, now - job.submitted_at), policy.max_age_ns)
-            return waited * _FULL // policy.max_age_ns
-
-        return share, age
+        return share, (policy.max_age_ns, _FULL, policy.max_age_ns)
+    no_lift = (0, 0, 1)
     if policy.order == "tier":
-        return (lambda tier_name, _: tier[tier_name] << _SEQ_BITS), none
-    return (lambda _, __: 0), none
+        return (lambda tier_name, _: tier[tier_name] << _SEQ_BITS), no_lift
+    return (lambda _, __: 0), no_lift
 
 
 def _exhausted_accounts(state: State, now: int) -> dict[str, str]:
