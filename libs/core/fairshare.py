@@ -215,9 +215,8 @@ def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standin
         def order(path: str) -> tuple[object, ...]:
             # Unused accounts first, then by level factor, highest first (w / W over u / U,
             # where W and U are the siblings' alike); ties by share, largest first.
-            if not usage[path]:
-                return (False, 0, -weights[path], path)
-            return (True, -Fraction(weights[path], usage[path]), -weights[path], path)
+            weight, used = weights[path], usage[path]
+            return (bool(used), _HighestFirst(weight, used or 1), -weight, path)
 
         for path in sorted(siblings, key=order):
             result[path] = Standing(
@@ -232,6 +231,24 @@ def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standin
 
     visit(None)
     return result
+
+
+class _HighestFirst:
+    """The ratio ``a / b`` (b > 0) as a sort key, highest first, compared exactly in
+    integers: cheaper than a Fraction, which reduces itself on creation."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: int, b: int):
+        self.a, self.b = a, b
+
+    def __lt__(self, other: "_HighestFirst") -> bool:
+        return self.a * other.b > other.a * self.b
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _HighestFirst) and self.a * other.b == other.a * self.b
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def account_ranks(ranked: dict[str, Standing]) -> dict[str, AccountRank]:
