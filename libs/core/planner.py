@@ -653,6 +653,8 @@ class _Cycle:
         # they were owed): victims only get fewer as the cycle goes, so neither is one
         # like them.
         owed_nothing: set[tuple[object, ...]] = set()
+        reclaims_from: dict[tuple[str, int], frozenset[str]] = {}  # (account, GPUs) ->
+        allowed = frozenset(self.policy.grounds)
         for n, job, position in self._short_of_room(rest, depth):
             if tries == 0:
                 break
@@ -664,16 +666,21 @@ class _Cycle:
             if n is None and self.quotas.models_allowed(spec, self._models_of(job))[1]:
                 owed_nothing.add(alike)  # not reached, and its quota would refuse it
                 continue
-            reserved = dict(self.budget_reserved)
+            funded = running.any_unfunded and fund(
+                self.state, spec, self.now, dict(self.budget_reserved)
+            )
+            reclaim = (spec.account, spec.total_gpus)  # quota use is fixed while it scans
+            if reclaim not in reclaims_from:
+                reclaims_from[reclaim] = (
+                    self.quotas.borrowers_against(*reclaim) if self.quotas.active else frozenset()
+                )
             grounds = Grounds(  # the dearer grounds only where some running job could meet them
-                funded=running.any_unfunded and fund(self.state, spec, self.now, reserved),
-                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus)
-                if self.quotas.active
-                else frozenset(),
+                funded=funded,
+                reclaims_from=reclaims_from[reclaim],
                 under_share=standing is None or not standing.over_share,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
-                allowed=frozenset(self.policy.grounds),
+                allowed=allowed,
             )
             owed = candidates(running, spec, grounds, self.now, chosen_victims)
             if not owed:
