@@ -87,7 +87,10 @@ class Capacity:
                 continue
             taken = node.allocated
             every, home, model, rack = _shape_of(node)
-            islands = [[i for i in island if i not in taken] for island in every]
+            if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
+                islands: list[list[int]] = [[] for _ in every]
+            else:
+                islands = [[i for i in island if i not in taken] for island in every]
             spaces.append(NodeSpace(node_id, model, rack, islands, home))
         return cls(spaces)
 
@@ -240,16 +243,18 @@ class Capacity:
 _Shape = tuple[list[list[int]], dict[int, int], str, str]  # islands, GPU -> island, model, rack
 # Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
 # labels change only when it registers again, which gives them new lists.
-_shapes: dict[str, tuple[tuple[object, ...], _Shape]] = {}
+_shapes: dict[str, tuple[tuple[object, object, object], _Shape]] = {}
 
 
 def _shape_of(node: NodeRecord) -> _Shape:
     """A node's islands, which island each GPU is in, its model and its rack, worked out
     once per registration rather than every cycle."""
-    source = (node.gpus, node.nvlink_islands, node.labels)
     known = _shapes.get(node.node_id)
-    if known is not None and all(a is b for a, b in zip(known[0], source, strict=True)):
-        return known[1]
+    if known is not None:
+        gpus, islands, labels = known[0]
+        if gpus is node.gpus and islands is node.nvlink_islands and labels is node.labels:
+            return known[1]
+    source = (node.gpus, node.nvlink_islands, node.labels)
     every = islands_of(node)
     home = {index: n for n, island in enumerate(every) for index in island}
     shape = (every, home, model_of(node), rack_of(node))
