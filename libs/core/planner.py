@@ -647,7 +647,9 @@ class _Cycle:
         restart_ms = self.policy.restart_overhead_ns // 1_000_000
         over_share = frozenset(a for a, s in self.ranked.items() if s.over_share)
         chosen_victims: set[str] = set()
-        running = stoppable_jobs(self.state, self.now, restart_ms, self.policy.time_slice_ns)
+        # Which accounts have jobs past the time slice matters only to fair share.
+        time_slice = self.policy.time_slice_ns if FAIR_SHARE in self.policy.grounds else None
+        running = stoppable_jobs(self.state, self.now, restart_ms, time_slice)
         tries = self.policy.preemptors_per_cycle if running.jobs else 0
         # Jobs alike in what they may claim, that were owed nothing (or could not use what
         # they were owed): victims only get fewer as the cycle goes, so neither is one
