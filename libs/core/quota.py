@@ -97,6 +97,8 @@ class QuotaBook:
         # (account, wanted) -> the (path, resource) that refused it. Use only grows within a
         # cycle, so what was refused stays refused; only its room is read again.
         self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
+        # (account, wanted) -> the version at which it was last allowed.
+        self._allowed: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
         if self.active:
             for account, amounts in state.held.items():  # sums: the order does not matter
                 for path in ancestry(account):
@@ -128,6 +130,8 @@ class QuotaBook:
         if refused is not None:
             path, resource = refused
             return self._block(path, resource, wanted[resource])
+        if self._allowed.get(key) == self.version:
+            return None  # allowed, and nothing was charged since
         for path, _, limited in self._path(account):
             for resource in limited:
                 if resource in wanted:
@@ -135,6 +139,7 @@ class QuotaBook:
                     if block is not None:
                         self._refused[key] = (path, resource)
                         return block
+        self._allowed[key] = self.version
         return None
 
     def charge(self, account: str, amounts: Usage) -> None:
