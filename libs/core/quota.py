@@ -77,6 +77,13 @@ class QuotaFrame:
         self.by_model = any(r.startswith(GPU + ":") for rs in self.managed.values() for r in rs)
         self.capacity = _capacity(state) if self.active else {}
         self.paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see QuotaBook._path
+        # (account, resource) -> what it keeps for itself of its quota: quota - lendable
+        self.guaranteed: dict[tuple[str, str], int] = {}
+        for path, settings in state.accounts.items():
+            for resource, quota in settings.quota.items():
+                lendable = min(settings.lending_limit.get(resource, quota), quota)
+                if quota > lendable:
+                    self.guaranteed[path, resource] = quota - lendable
 
 
 class QuotaBook:
@@ -89,6 +96,7 @@ class QuotaBook:
         self._managed, self._limited = frame.managed, frame.limited
         self.active, self.by_model = frame.active, frame.by_model
         self._capacity, self._paths = frame.capacity, frame.paths
+        self._guaranteed = frame.guaranteed
         self._used: dict[str, Usage] = {}
         self.version = 0  # one more with every charge: refusals older than it may have changed
         # (cohort, resource) -> sum over its members of max(used, guaranteed), kept current
@@ -105,16 +113,18 @@ class QuotaBook:
                     used = self._used.setdefault(path, {})
                     for resource, amount in amounts.items():
                         used[resource] = used.get(resource, 0) + amount
-        members = {parent: set(children) for parent, children in self._children.items()}
+        strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
         for path in self._used:
-            members.setdefault(parent_of(path) or "", set()).add(path)
+            if path not in self._settings:
+                strays.setdefault(parent_of(path) or "", []).append(path)
         for parent, resources in self._managed.items():
+            members = self._children.get(parent, []) + strays.get(parent, [])
             for resource in resources:
                 self._cohort_held[parent, resource] = sum(
-                    self._held(member, resource) for member in members[parent]
+                    self._held(member, resource) for member in members
                 )
                 self._cohort_used[parent, resource] = sum(
-                    self._used.get(member, {}).get(resource, 0) for member in members[parent]
+                    self._used.get(member, {}).get(resource, 0) for member in members
                 )
 
     def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
@@ -236,13 +246,8 @@ class QuotaBook:
 
     def _held(self, account: str, resource: str) -> int:
         """max(used, guaranteed): what the account takes from its cohort's size."""
-        settings = self._settings.get(account)
         used = self._used.get(account, {}).get(resource, 0)
-        if settings is None:
-            return used
-        quota = settings.quota.get(resource, 0)
-        lendable = min(settings.lending_limit.get(resource, quota), quota)
-        return max(used, quota - lendable)
+        return max(used, self._guaranteed.get((account, resource), 0))
 
 
 def _capacity(state: State) -> Usage:
