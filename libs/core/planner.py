@@ -53,6 +53,7 @@ from allot.core.preemption import (
     RECLAIM,
     TIER,
     Grounds,
+    Stoppable,
     candidates,
     choose,
     draining,
@@ -644,12 +645,60 @@ class _Cycle:
         for them. ``rest``: the jobs the cycle did not reach, in order, of which those
         within ``depth`` are scanned. Then jobs on draining nodes are stopped as their
         protection ends."""
-        restart_ms = self.policy.restart_overhead_ns // 1_000_000
+        allowed = frozenset(self.policy.grounds)
         over_share = frozenset(a for a, s in self.ranked.items() if s.over_share)
         chosen_victims: set[str] = set()
+        running = self._stoppable() if {TIER, FUNDED, FAIR_SHARE} & allowed else None
+        may_claim = self._may_claim(running, over_share, allowed)
+        if any(may_claim.values()):
+            running = running or self._stoppable()
+            self._scan(rest, depth, running, may_claim, over_share, chosen_victims)
+        for job_id, node_id in draining(self.state, self.now):
+            if job_id not in chosen_victims and DRAIN in allowed:
+                self.preemptions.append(
+                    Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
+                )
+
+    def _stoppable(self) -> Stoppable:
         # Which accounts have jobs past the time slice matters only to fair share.
         time_slice = self.policy.time_slice_ns if FAIR_SHARE in self.policy.grounds else None
-        running = stoppable_jobs(self.state, self.now, restart_ms, time_slice)
+        restart_ms = self.policy.restart_overhead_ns // 1_000_000
+        return stoppable_jobs(self.state, self.now, restart_ms, time_slice)
+
+    def _may_claim(
+        self, running: Stoppable | None, over_share: frozenset[str], allowed: frozenset[str]
+    ) -> dict[tuple[str, str], bool]:
+        """(tier, account) of each waiting queue -> whether any of its jobs could have
+        grounds to stop a running job: a superset of what ``candidates`` finds (any job
+        under a budget might be funded; a quota reclaimed with the account's smallest
+        waiting job), so a cycle where no queue could skips the scan. ``running`` is
+        needed for, and given with, the grounds other than RECLAIM."""
+        funded = running is not None and running.any_unfunded and bool(self.state.budgets)
+        sliced = running is not None and bool(running.sliceable & over_share)
+        lowest = running.lowest_tier if running is not None else -1
+        reclaim = RECLAIM in allowed and self.quotas.active
+        claims = {}
+        for tier, account in self.state.queues:
+            standing = self.ranked.get(account)
+            smallest = min(self.state.waiting_sizes[account])
+            claims[tier, account] = (
+                (TIER in allowed and TIERS.index(tier) < lowest)
+                or (funded and any(path in self.state.budgets for path in ancestry(account)))
+                or (reclaim and bool(self.quotas.borrowers_against(account, smallest)))
+                or (sliced and (standing is None or not standing.over_share))
+            )
+        return claims
+
+    def _scan(
+        self,
+        rest: Iterable[tuple[int, JobRecord]],
+        depth: int,
+        running: Stoppable,
+        may_claim: dict[tuple[str, str], bool],
+        over_share: frozenset[str],
+        chosen_victims: set[str],
+    ) -> None:
+        """Waiting jobs short of room, in queue order, pick their victims (see preempt)."""
         tries = self.policy.preemptors_per_cycle if running.jobs else 0
         # Jobs alike in what they may claim, that were owed nothing (or could not use what
         # they were owed): victims only get fewer as the cycle goes, so neither is one
@@ -661,6 +710,8 @@ class _Cycle:
             if tries == 0:
                 break
             spec, standing = job.spec, self.ranked.get(job.spec.account)
+            if not may_claim[spec.tier, spec.account]:
+                continue
             alike = (spec.account, spec.tier, spec.workers, spec.gpus, spec.topology,
                      spec.flavor, spec.cpus, spec.memory_mib, spec.min_runtime_ns)  # fmt: skip
             if alike in owed_nothing:
@@ -722,11 +773,6 @@ class _Cycle:
                 self.waiting.append(stopping)
             else:
                 self.waiting[n] = stopping
-        for job_id, node_id in draining(self.state, self.now):
-            if job_id not in chosen_victims and DRAIN in self.policy.grounds:
-                self.preemptions.append(
-                    Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
-                )
 
     def _short_of_room(
         self, rest: Iterable[tuple[int, JobRecord]], depth: int
