@@ -12,12 +12,15 @@ from allot.core.executor import Account, Requeue, due
 from allot.core.placement import Capacity
 from allot.core.preemption import Victim, choose, cost_of, protected
 from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
     BudgetGranted,
     Event,
     JobCheckpointed,
     JobRequeued,
     NodeCordoned,
     StopRequested,
+    UsageCharged,
 )
 from tests import builders as b
 from tests.builders import fold
@@ -295,3 +298,41 @@ def test_a_declared_checkpoint_interval_bounds_the_work_a_stop_loses() -> None:
     assert cost_of(state.jobs["silent"], NOW, 60_000) == 2 * 3_600_000 + 2 * 60_000
     apply(state, state.seq + 1, checkpointed("declared", ago=60 * S))
     assert cost_of(state.jobs["declared"], NOW, 60_000) == 2 * 60_000 + 2 * 60_000
+
+
+def test_a_lender_reclaims_with_a_job_inside_its_quota_even_behind_one_that_is_not() -> None:
+    quota = {"gpu": 2}
+    state = fold(
+        b.node("n1", 4),
+        AccountDefined(meta=b.meta(), path="lab", settings=AccountSettings()),
+        AccountDefined(meta=b.meta(), path="lab/a", settings=AccountSettings(quota=quota)),
+        AccountDefined(meta=b.meta(), path="lab/b", settings=AccountSettings(quota=quota)),
+        *running("borrowed", "n1", [0, 1, 2, 3], account="lab/b"),  # 2 beyond its quota
+        b.submitted("big", 4, account="lab/a", at=NOW - 2 * S),  # beyond a's quota: no claim
+        b.submitted("small", 2, account="lab/a", at=NOW - S),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code, p.params) for p in decided.preemptions] == [
+        ("borrowed", "RECLAIM", {"for": "small"})
+    ]
+
+
+def test_an_account_over_its_share_yields_a_resumable_job_past_its_time_slice() -> None:
+    def hog_and_owed(ran: int) -> State:
+        """x's resumable job has run ``ran`` and been charged for all but the last hour;
+        y, with no usage, waits for the same GPUs."""
+        charged = UsageCharged(
+            meta=b.meta(NOW - HOUR), path="lab/x", job_id="hog", attempt=0,
+            from_ns=NOW - ran, to_ns=NOW - HOUR, gpu_ms=2 * (ran - HOUR) // 10**6,
+        )  # fmt: skip
+        return fold(
+            b.node("n1", 2),
+            *running("hog", "n1", [0, 1], ran=ran, account="lab/x", resumable=True),
+            charged,
+            b.submitted("owed", 2, account="lab/y", at=NOW - S),
+        )
+
+    decided = plan(hog_and_owed(5 * HOUR), NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in decided.preemptions] == [("hog", "FAIR_SHARE")]
+    # Inside its 4-hour slice it runs on.
+    assert plan(hog_and_owed(3 * HOUR), NOW, DEFAULT_POLICY).preemptions == []
