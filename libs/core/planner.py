@@ -704,7 +704,6 @@ class _Cycle:
         # they were owed): victims only get fewer as the cycle goes, so neither is one
         # like them.
         owed_nothing: set[tuple[object, ...]] = set()
-        reclaims_from: dict[tuple[str, int], frozenset[str]] = {}  # (account, GPUs) ->
         allowed = frozenset(self.policy.grounds)
         for n, job, position in self._short_of_room(rest, depth):
             if tries == 0:
@@ -722,14 +721,11 @@ class _Cycle:
             funded = running.any_unfunded and fund(
                 self.state, spec, self.now, dict(self.budget_reserved)
             )
-            reclaim = (spec.account, spec.total_gpus)  # quota use is fixed while it scans
-            if reclaim not in reclaims_from:
-                reclaims_from[reclaim] = (
-                    self.quotas.borrowers_against(*reclaim) if self.quotas.active else frozenset()
-                )
             grounds = Grounds(  # the dearer grounds only where some running job could meet them
                 funded=funded,
-                reclaims_from=reclaims_from[reclaim],
+                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus)
+                if self.quotas.active
+                else frozenset(),
                 under_share=standing is None or not standing.over_share,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,

@@ -107,6 +107,8 @@ class QuotaBook:
         self._refused: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[str, str]] = {}
         # (account, wanted) -> the version at which it was last allowed.
         self._allowed: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
+        # (account, GPUs) -> the version, and whom it could reclaim from then.
+        self._borrowers: dict[tuple[str, int], tuple[int, frozenset[str]]] = {}
         if self.active:
             for account, amounts in state.held.items():  # sums: the order does not matter
                 for path in ancestry(account):
@@ -169,6 +171,9 @@ class QuotaBook:
     def borrowers_against(self, account: str, need: int) -> frozenset[str]:
         """Accounts holding GPUs beyond their quota in a cohort where ``account`` (or an
         ancestor) would still be within its own with ``need`` more: what it may reclaim."""
+        known = self._borrowers.get((account, need))
+        if known is not None and known[0] == self.version:
+            return known[1]  # nothing charged since
         found: set[str] = set()
         for path, parent, _ in self._path(account):
             settings = self._settings.get(path)
@@ -180,7 +185,8 @@ class QuotaBook:
                 quota = self._settings[sibling].quota.get(GPU, 0)
                 if sibling != path and self._used.get(sibling, {}).get(GPU, 0) > quota:
                     found.add(sibling)
-        return frozenset(found)
+        self._borrowers[account, need] = (self.version, frozenset(found))
+        return self._borrowers[account, need][1]
 
     def _path(self, account: str) -> list[tuple[str, str, tuple[str, ...]]]:
         """The account and its ancestors, leaf first: (path, its cohort, the resources
