@@ -594,6 +594,10 @@ class _Cycle:
                 first = n
                 break
         future = self.capacity.copy()
+        # A gang that did not fit can fit after a release only if a node that release
+        # gave GPUs back to now has room for a worker (for the whole job, on one node).
+        one_node = spec.workers == 1 or spec.topology in ("nvlink", "node")
+        room, tried = need if one_node else spec.gpus, False
         for n, (at, placements) in enumerate(releases):
             for node_id, gpus in placements.items():
                 future.give(node_id, gpus)
@@ -601,6 +605,13 @@ class _Cycle:
                 continue
             if max((future.free_by_model.get(m, 0) for m in models), default=0) < need:
                 continue
+            if tried and all(
+                future.nodes[node_id].free < room
+                for node_id in placements
+                if node_id in future.nodes
+            ):
+                continue
+            tried = True
             found = future.place(spec.workers, spec.gpus, spec.topology, models)
             if found is None:
                 continue

@@ -431,3 +431,36 @@ def test_a_plan_memo_sees_new_quotas_and_lost_nodes() -> None:
         assert remembered == plan(state, NOW, policy)
         outcomes.append(bool(remembered.admissions))
     assert outcomes == [True, True, True, False, True]
+
+
+def test_a_reservation_starts_when_a_node_gets_room_not_just_the_cluster() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        *running("a", "n1", [0, 1], ends_in=HOUR),  # then 4 are free, but 2 and 2
+        *running("keep", "n1", [2, 3], ends_in=9 * HOUR),
+        *running("b", "n2", [0, 1], ends_in=2 * HOUR),  # then n2 has all 4
+        b.submitted("wide", 4, at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert decided.reservation is not None
+    assert decided.reservation.starts_at == NOW + 2 * HOUR
+    assert [p.node_id for p in decided.reservation.placements] == ["n2"]
+
+
+def test_a_gangs_reservation_starts_when_enough_nodes_have_room_for_a_worker() -> None:
+    # Two workers of two GPUs: one free GPU on each of two nodes is no room for either.
+    state = fold(
+        *(b.node(f"n{i}", 4) for i in (1, 2, 3, 4)),
+        *running("w", "n1", [0, 1, 2], ends_in=9 * HOUR),
+        *running("u", "n2", [0, 1], ends_in=2 * HOUR),  # then a second node has room
+        *running("v", "n2", [2, 3], ends_in=9 * HOUR),
+        *running("r", "n3", [0, 1], ends_in=HOUR),  # then one node has room: not enough
+        *running("t", "n3", [2, 3], ends_in=9 * HOUR),
+        *running("x", "n4", [0, 1, 2], ends_in=9 * HOUR),
+        b.submitted("gang", 2, workers=2, at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert decided.reservation is not None
+    assert decided.reservation.starts_at == NOW + 2 * HOUR
+    assert sorted(p.node_id for p in decided.reservation.placements) == ["n2", "n3"]
