@@ -662,7 +662,6 @@ class _Cycle:
         running = self._stoppable() if {TIER, FUNDED, FAIR_SHARE} & allowed else None
         may_claim = self._may_claim(running, over_share, allowed)
         if any(may_claim.values()):
-            running = running or self._stoppable()
             self._scan(rest, depth, running, may_claim, over_share, chosen_victims)
         for job_id, node_id in draining(self.state, self.now):
             if job_id not in chosen_victims and DRAIN in allowed:
@@ -704,13 +703,15 @@ class _Cycle:
         self,
         rest: Iterable[tuple[int, JobRecord]],
         depth: int,
-        running: Stoppable,
+        running: Stoppable | None,
         may_claim: dict[tuple[str, str], bool],
         over_share: frozenset[str],
         chosen_victims: set[str],
     ) -> None:
-        """Waiting jobs short of room, in queue order, pick their victims (see preempt)."""
-        tries = self.policy.preemptors_per_cycle if running.jobs else 0
+        """Waiting jobs short of room, in queue order, pick their victims (see preempt).
+        Without ``running``, the policy preempts only to reclaim quota: the running jobs
+        are looked at once some job could reclaim any."""
+        tries = self.policy.preemptors_per_cycle
         # Jobs alike in what they may claim, that were owed nothing (or could not use what
         # they were owed): victims only get fewer as the cycle goes, so neither is one
         # like them.
@@ -729,14 +730,24 @@ class _Cycle:
             if n is None and self.quotas.models_allowed(spec, self._models_of(job))[1]:
                 owed_nothing.add(alike)  # not reached, and its quota would refuse it
                 continue
+            reclaims = (
+                self.quotas.borrowers_against(spec.account, spec.total_gpus)
+                if self.quotas.active
+                else frozenset()
+            )
+            if running is None:
+                if not reclaims:
+                    owed_nothing.add(alike)
+                    continue
+                running = self._stoppable()
+            if not running.jobs:
+                break
             funded = running.any_unfunded and fund(
                 self.state, spec, self.now, dict(self.budget_reserved)
             )
             grounds = Grounds(  # the dearer grounds only where some running job could meet them
                 funded=funded,
-                reclaims_from=self.quotas.borrowers_against(spec.account, spec.total_gpus)
-                if self.quotas.active
-                else frozenset(),
+                reclaims_from=reclaims,
                 under_share=standing is None or not standing.over_share,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
