@@ -56,6 +56,7 @@ from allot.core.preemption import (
     Stoppable,
     candidates,
     choose,
+    could_claim,
     draining,
     stoppable_jobs,
 )
@@ -679,25 +680,29 @@ class _Cycle:
         self, running: Stoppable | None, over_share: frozenset[str], allowed: frozenset[str]
     ) -> dict[tuple[str, str], bool]:
         """(tier, account) of each waiting queue -> whether any of its jobs could have
-        grounds to stop a running job: a superset of what ``candidates`` finds (any job
-        under a budget might be funded; a quota reclaimed with the account's smallest
-        waiting job), so a cycle where no queue could skips the scan. ``running`` is
-        needed for, and given with, the grounds other than RECLAIM."""
-        funded = running is not None and running.any_unfunded and bool(self.state.budgets)
-        sliced = running is not None and bool(running.sliceable & over_share)
-        lowest = running.lowest_tier if running is not None else -1
-        reclaim = RECLAIM in allowed and self.quotas.active
+        grounds to stop a running job: ``could_claim`` with grounds that hold for the best
+        placed job of the queue (funded if a budget is on its path; reclaiming with its
+        account's smallest waiting job), so a cycle where no queue could skips the scan.
+        ``running`` is needed for, and given with, the grounds other than RECLAIM."""
         claims = {}
         for tier, account in self.state.queues:
             standing = self.ranked.get(account)
-            smallest = min(self.state.waiting_sizes[account])
-            claims[tier, account] = (
-                (TIER in allowed and TIERS.index(tier) < lowest)
-                or (funded and any(path in self.state.budgets for path in ancestry(account)))
-                or (reclaim and bool(self.quotas.borrowers_against(account, smallest)))
-                or (sliced and (standing is None or not standing.over_share))
+            best = Grounds(
+                funded=any(path in self.state.budgets for path in ancestry(account)),
+                reclaims_from=self._reclaims(account, min(self.state.waiting_sizes[account])),
+                under_share=standing is None or not standing.over_share,
+                over_share=over_share,
+                time_slice_ns=self.policy.time_slice_ns,
+                allowed=allowed,
             )
+            claims[tier, account] = could_claim(running, tier, best)
         return claims
+
+    def _reclaims(self, account: str, gpus: int) -> frozenset[str]:
+        """Whom ``account`` may reclaim quota from for a job of ``gpus``."""
+        if RECLAIM not in self.policy.grounds or not self.quotas.active:
+            return frozenset()
+        return self.quotas.borrowers_against(account, gpus)
 
     def _scan(
         self,
@@ -730,29 +735,21 @@ class _Cycle:
             if n is None and self.quotas.models_allowed(spec, self._models_of(job))[1]:
                 owed_nothing.add(alike)  # not reached, and its quota would refuse it
                 continue
-            reclaims = (
-                self.quotas.borrowers_against(spec.account, spec.total_gpus)
-                if self.quotas.active
-                else frozenset()
-            )
-            if running is None:
-                if not reclaims:
-                    owed_nothing.add(alike)
-                    continue
-                running = self._stoppable()
-            if not running.jobs:
-                break
-            funded = running.any_unfunded and fund(
-                self.state, spec, self.now, dict(self.budget_reserved)
-            )
             grounds = Grounds(  # the dearer grounds only where some running job could meet them
-                funded=funded,
-                reclaims_from=reclaims,
+                funded=(running is None or running.any_unfunded)
+                and fund(self.state, spec, self.now, dict(self.budget_reserved)),
+                reclaims_from=self._reclaims(spec.account, spec.total_gpus),
                 under_share=standing is None or not standing.over_share,
                 over_share=over_share,
                 time_slice_ns=self.policy.time_slice_ns,
                 allowed=allowed,
             )
+            if not could_claim(running, spec.tier, grounds):
+                owed_nothing.add(alike)
+                continue
+            running = running or self._stoppable()  # listed once some job could claim
+            if not running.jobs:
+                break
             owed = candidates(running, spec, grounds, self.now, chosen_victims)
             if not owed:
                 owed_nothing.add(alike)

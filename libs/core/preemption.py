@@ -78,7 +78,7 @@ def stoppable(job: JobRecord, now: int) -> bool:
     )
 
 
-_TIER_RANK = {tier: n for n, tier in enumerate(TIERS)}
+_TIER_RANK: dict[str, int] = {tier: n for n, tier in enumerate(TIERS)}
 
 
 def tier_outranks(waiting: JobSpec, running: JobSpec) -> bool:
@@ -284,18 +284,7 @@ def candidates(
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with its cost and the first ground
     that allows it."""
-    allowed = grounds.allowed
-    possible = (
-        (TIER in allowed and _TIER_RANK[waiting.tier] < stoppable.lowest_tier)
-        or (FUNDED in allowed and grounds.funded and stoppable.any_unfunded)
-        or (RECLAIM in allowed and bool(grounds.reclaims_from))
-        or (
-            FAIR_SHARE in allowed
-            and grounds.under_share
-            and bool(stoppable.sliceable & grounds.over_share)
-        )
-    )
-    if not possible:
+    if not could_claim(stoppable, waiting.tier, grounds):
         return []
     found = []
     for job in stoppable.jobs:
@@ -306,6 +295,24 @@ def candidates(
                 victim = Victim(job_id=job.job_id, placements=job.placements, cost=cost)
                 found.append((victim, code))
     return found
+
+
+def could_claim(stoppable: Stoppable | None, tier: str, grounds: Grounds) -> bool:
+    """Whether a waiting job of ``tier`` with ``grounds`` could stop some running job at
+    all, judged from what ``stoppable`` sums up rather than job by job. Without
+    ``stoppable`` (not listed yet) only reclaiming is judged: the other grounds need it."""
+    allowed = grounds.allowed
+    if RECLAIM in allowed and grounds.reclaims_from:
+        return True
+    return stoppable is not None and (
+        (TIER in allowed and _TIER_RANK[tier] < stoppable.lowest_tier)
+        or (FUNDED in allowed and grounds.funded and stoppable.any_unfunded)
+        or (
+            FAIR_SHARE in allowed
+            and grounds.under_share
+            and bool(stoppable.sliceable & grounds.over_share)
+        )
+    )
 
 
 def _past_slice(job: JobRecord, now: int, slice_ns: int) -> bool:
