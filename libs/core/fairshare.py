@@ -142,8 +142,7 @@ class StandingsMemo:
     gives the same ranking, so replay agrees with the planner whichever it does."""
 
     def __init__(self) -> None:
-        # path -> (what its days were counted at, their usage; the same for its hours)
-        self._usage: dict[str, tuple[tuple[object, ...], int, tuple[object, ...], int]] = {}
+        self._usage: dict[str, _Counted] = {}  # path -> its usage as last counted
         self._key: tuple[object, ...] | None = None
         self._unchanged: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
@@ -175,18 +174,42 @@ class StandingsMemo:
         if usage is None:
             return 0
         # Charges only add. The days change only by a merge or a late charge, the hours
-        # by any charge; either part is counted again only when it may have changed.
+        # by any charge; either part is counted again only when it may have changed, and
+        # the hours, within one hour and before a merge, only where a charge added to them.
         days = (now, usage.daily_before, usage.late_charges, policy)
-        hours = (now, usage.daily_before, usage.total_gpu_ms, policy)
+        hours = (now, usage.daily_before, policy)
         seen = self._usage.get(path)
-        old = seen[1] if seen is not None and seen[0] == days else None
-        recent = seen[3] if seen is not None and seen[2] == hours else None
-        if old is None:
-            old = _counted(usage.by_day, now, policy)
-        if recent is None:
-            recent = _counted(usage.by_hour, now, policy)
-        self._usage[path] = (days, old, hours, recent)
-        return old + recent
+        if seen is None:
+            seen = self._usage[path] = _Counted()
+        if seen.days_key != days:
+            seen.days_key, seen.days = days, _counted(usage.by_day, now, policy)
+        if seen.hours_key != hours:
+            seen.hours_key, seen.hours = hours, _counted(usage.by_hour, now, policy)
+            seen.hours_total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
+        elif seen.hours_total != usage.total_gpu_ms:
+            added = usage.by_hour.items() - seen.by_hour.items()
+            seen.hours += _counted(dict(added), now, policy) - _counted(
+                {hour: seen.by_hour[hour] for hour, _ in added if hour in seen.by_hour},
+                now,
+                policy,
+            )
+            seen.hours_total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
+        return seen.days + seen.hours
+
+
+class _Counted:
+    """An account's usage as last counted: its days and its hours, each with what they
+    were counted at, and the hours' buckets then (to count only what a charge changed)."""
+
+    __slots__ = ("by_hour", "days", "days_key", "hours", "hours_key", "hours_total")
+
+    def __init__(self) -> None:
+        self.days_key: tuple[object, ...] | None = None
+        self.days = 0
+        self.hours_key: tuple[object, ...] | None = None
+        self.hours = 0
+        self.hours_total = 0  # the account's charges in all, when the hours were counted
+        self.by_hour: dict[int, int] = {}
 
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:

@@ -326,6 +326,8 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         if waiting is not None and waiting.status == JobStatus.PENDING:
             waiting.reason = reason
             state.unstated.pop(reason.job_id, None)
+    if e.admissions or e.preemptions or e.holds:
+        state.holding_version += 1
     state.last_plan_seq = seq
 
 
@@ -364,19 +366,31 @@ def _admission_problem(state: State, a: Admission) -> str:
     return ""
 
 
+def _changes_holding(rule: FoldRule) -> FoldRule:
+    """A rule that may change what jobs hold, or how a holder runs, bumps
+    ``State.holding_version`` (a plan does so itself, only when it admits, preempts or
+    holds)."""
+
+    def fold(state: State, seq: int, event: Event) -> None:
+        rule(state, seq, event)
+        state.holding_version += 1
+
+    return fold
+
+
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
-    JobRejected: _rejected,
-    JobCancelRequested: _cancel_requested,
-    JobCancelled: _cancelled,
-    JobStarted: _started,
-    JobCheckpointed: _checkpointed,
-    JobExited: _exited,
-    StopRequested: _stop_requested,
-    KillRequested: _kill_requested,
+    JobRejected: _changes_holding(_rejected),
+    JobCancelRequested: _changes_holding(_cancel_requested),
+    JobCancelled: _changes_holding(_cancelled),
+    JobStarted: _changes_holding(_started),
+    JobCheckpointed: _changes_holding(_checkpointed),
+    JobExited: _changes_holding(_exited),
+    StopRequested: _changes_holding(_stop_requested),
+    KillRequested: _changes_holding(_kill_requested),
     GraceTooShort: _grace_too_short,
-    JobPreempted: _preempted,
-    JobRequeued: _requeued,
+    JobPreempted: _changes_holding(_preempted),
+    JobRequeued: _changes_holding(_requeued),
     MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
     PolicyAdopted: _policy_adopted,

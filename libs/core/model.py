@@ -234,6 +234,9 @@ class State:
         self.fair_share_version = 0  # bumped whenever the accounts change (not their usage)
         self.usage_version = 0  # bumped with every charge
         self.nodes_version = 0  # bumped whenever a node changes (not what it holds)
+        # Bumped whenever what jobs hold or the GPUs kept for waiting jobs may have changed,
+        # or how a holder runs (started, checkpointed, being stopped or cancelled).
+        self.holding_version = 0
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0

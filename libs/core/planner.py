@@ -151,17 +151,37 @@ def policy_hash(policy: Policy) -> str:
 
 class PlanMemo:
     """What a planner keeps between cycles because it changes less often than the state:
-    fair-share standings and the quota frame. A plan is the same with or without it."""
+    fair-share standings, the quota frame, when running jobs end, and reservations. A plan
+    is the same with or without it."""
 
     def __init__(self) -> None:
         self.standings = StandingsMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
+        self._ends: tuple[tuple[int, int, int], _Ends] | None = None
+        # Reservations made with the same holders: (holders' key, reservation key -> it)
+        self._reservations: tuple[tuple[int, int, int], dict[tuple[object, ...], _Reserved]] = (
+            (0, -1, -1),
+            {},
+        )
 
     def quota_frame(self, state: State) -> QuotaFrame:
         key = (id(state), state.fair_share_version, state.nodes_version)
         if self._frame is None or self._frame[0] != key:
             self._frame = (key, QuotaFrame(state))
         return self._frame[1]
+
+    def ends(self, state: State) -> "_Ends":
+        key = (id(state), state.holding_version, state.nodes_version)
+        if self._ends is None or self._ends[0] != key:
+            self._ends = (key, _Ends(state))
+        return self._ends[1]
+
+    def reservations(self, state: State) -> "dict[tuple[object, ...], _Reserved]":
+        """Reservations worked out while the jobs holding GPUs stay as they are."""
+        key = (id(state), state.holding_version, state.nodes_version)
+        if self._reservations[0] != key:
+            self._reservations = (key, {})
+        return self._reservations[1]
 
 
 def plan(
@@ -189,7 +209,7 @@ def plan(
         ranked = standings(state, now, policy.fair_share)
         ranks = account_ranks(ranked)
     frame = memo.quota_frame(state) if memo is not None and policy.quotas else None
-    cycle = _Cycle(state, now, policy, ranked, frame)
+    cycle = _Cycle(state, now, policy, ranked, frame, memo)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
     depth = len(state.pending) if whole_queue else policy.queue_depth
     unseen_holds = len(state.holds)
@@ -346,6 +366,35 @@ def _quota_refusal(block: QuotaBlock) -> _Refusal:
     return QUOTA, params, {"available": block.available}
 
 
+_Reserved = tuple[int, list[Placement]] | None  # when it starts and where; None: no estimate
+
+
+class _Ends:
+    """When the jobs holding GPUs end by their declared runtimes, worked out once while
+    they hold what they hold: ``listed`` as (the end, or None for a job admitted but not
+    started, its runtime, job id, its GPUs by node), and ``released`` as a cycle uses them
+    when none has ended in the past (soonest first, ties by job id)."""
+
+    def __init__(self, state: State):
+        self.listed: list[tuple[int | None, int, str, dict[str, list[int]]]] = []
+        for job_id in state.holding:  # in any order: sorted below
+            job = state.jobs[job_id]
+            runtime = job.spec.max_runtime_ns
+            if runtime is not None:
+                running = job.status == JobStatus.RUNNING and job.started_at is not None
+                end = job.started_at + runtime if running and job.started_at is not None else None
+                self.listed.append((end, runtime, job_id, job.placements))
+        ordered = sorted((end, job_id, placed) for end, _, job_id, placed in self.listed
+                         if end is not None)  # fmt: skip
+        self.released = [(end, placed) for end, _, placed in ordered]
+        self._earliest = ordered[0][0] if ordered else None
+        self._all_running = len(ordered) == len(self.listed)
+
+    def timeless(self, now: int) -> bool:
+        """Whether ``released`` holds at ``now``: every end known and none before it."""
+        return self._all_running and (self._earliest is None or self._earliest >= now)
+
+
 class _Admitted(msgspec.Struct, kw_only=True):
     job: JobRecord
     placements: list[Placement]
@@ -363,8 +412,10 @@ class _Cycle:
         policy: Policy,
         ranked: dict[str, Standing],
         frame: QuotaFrame | None = None,
+        memo: PlanMemo | None = None,
     ):
         self.state, self.now, self.policy, self.ranked = state, now, policy, ranked
+        self.memo = memo
         self.capacity = Capacity.of(state)
         # GPUs kept for jobs that preempted others: nobody else takes them once free.
         for placements in state.holds.values():
@@ -381,6 +432,7 @@ class _Cycle:
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
         self._released: tuple[int, list[tuple[int, dict[str, list[int]]]]] = (-1, [])
+        self._released_timed = False  # whether the releases depend on the time of the cycle
         self.preemptions: list[Preemption] = []
         self.holds: list[Hold] = []  # new holds, and emptied ones that end
         self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
@@ -580,9 +632,47 @@ class _Cycle:
         self.reservation_tries += 1
         if not self.policy.backfill:
             return
+        releases = self._releases()
+        known = self.memo.reservations(self.state) if self.memo is not None else None
+        key = self._reservation_key(job, models)
+        if known is not None and key in known:
+            reserved = known[key]
+        else:
+            reserved = self._find_reservation(job, models, releases)
+            if known is not None:
+                known[key] = reserved
+        if reserved is None:
+            return
+        starts_at, found = reserved
+        held = []
+        for placement in found:
+            space = self.capacity.nodes[placement.node_id]
+            free_now = {g for island in space.islands for g in island}
+            gpus = [g for g in placement.gpus if g in free_now]
+            if gpus:
+                held.append(Placement(node_id=placement.node_id, gpus=gpus))
+                self.capacity.take(placement.node_id, gpus)
+        self.reservation = Reservation(
+            job_id=job.job_id, starts_at=starts_at, placements=found, held=held
+        )
+
+    def _reservation_key(self, job: JobRecord, models: list[str]) -> tuple[object, ...]:
+        """What a reservation depends on besides the holders: the job's shape, what this
+        cycle admitted before it, and the time when a release's time depends on it."""
+        spec = job.spec
+        admitted = tuple(
+            (a.job.job_id, tuple((p.node_id, tuple(p.gpus)) for p in a.placements))
+            for a in self.admitted
+        )
+        timed = self._released_timed
+        return (spec.workers, spec.gpus, spec.topology, tuple(models), admitted,
+                self.now if timed else None)  # fmt: skip
+
+    def _find_reservation(
+        self, job: JobRecord, models: list[str], releases: list[tuple[int, dict[str, list[int]]]]
+    ) -> "_Reserved":
         spec = job.spec
         need = spec.total_gpus
-        releases = self._releases()
         # Skip, without copying the free GPUs, the releases after which too few could be
         # free (an upper bound: a GPU released twice counts twice).
         counted, first = dict(self.capacity.free_by_model), len(releases)
@@ -614,38 +704,29 @@ class _Cycle:
                 continue
             tried = True
             found = future.place(spec.workers, spec.gpus, spec.topology, models)
-            if found is None:
-                continue
-            held = []
-            for placement in found:
-                space = self.capacity.nodes[placement.node_id]
-                free_now = {g for island in space.islands for g in island}
-                gpus = [g for g in placement.gpus if g in free_now]
-                if gpus:
-                    held.append(Placement(node_id=placement.node_id, gpus=gpus))
-                    self.capacity.take(placement.node_id, gpus)
-            self.reservation = Reservation(
-                job_id=job.job_id, starts_at=at, placements=found, held=held
-            )
-            return
+            if found is not None:
+                return at, found
+        return None
 
     def _releases(self) -> list[tuple[int, dict[str, list[int]]]]:
         """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
         if self._released[0] == len(self.admitted):  # nothing admitted since: the same
             return self._released[1]
-        ends: list[tuple[int, str, dict[str, list[int]]]] = []
-        for job_id in self.state.holding:  # in any order: sorted below
-            job = self.state.jobs[job_id]
-            if job.spec.max_runtime_ns is not None:
-                began = job.started_at if job.status == JobStatus.RUNNING else self.now
-                end = max(self.now, (began or self.now) + job.spec.max_runtime_ns)
-                ends.append((end, job_id, job.placements))
-        for admitted in self.admitted:
-            if admitted.job.spec.max_runtime_ns is not None:
-                end = self.now + admitted.job.spec.max_runtime_ns
+        ends = self.memo.ends(self.state) if self.memo is not None else _Ends(self.state)
+        timed = [a for a in self.admitted if a.job.spec.max_runtime_ns is not None]
+        if not timed and ends.timeless(self.now):
+            released = ends.released
+        else:
+            listed = [
+                (max(self.now, end if end is not None else self.now + runtime), job_id, placed)
+                for end, runtime, job_id, placed in ends.listed
+            ]
+            for admitted in timed:
+                end = self.now + (admitted.job.spec.max_runtime_ns or 0)
                 placed = {p.node_id: p.gpus for p in admitted.placements}
-                ends.append((end, admitted.job.job_id, placed))
-        released = [(end, placed) for end, _, placed in sorted(ends, key=lambda e: e[:2])]
+                listed.append((end, admitted.job.job_id, placed))
+            released = [(end, placed) for end, _, placed in sorted(listed, key=lambda e: e[:2])]
+        self._released_timed = released is not ends.released
         self._released = (len(self.admitted), released)
         return released
 

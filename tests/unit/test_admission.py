@@ -433,6 +433,43 @@ def test_a_plan_memo_sees_new_quotas_and_lost_nodes() -> None:
     assert outcomes == [True, True, True, False, True]
 
 
+def test_a_remembered_reservation_is_remade_after_an_admission_ahead_of_it() -> None:
+    # The running jobs stay the same, but a job admitted ahead of the reserving one this
+    # cycle takes GPUs the remembered reservation would have held.
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        *running("r", "n1", [0], ends_in=HOUR),
+        *running("s", "n2", [0, 1, 2, 3], ends_in=2 * HOUR),
+        b.submitted("wide", 4, at=NOW),
+    )
+    memo = PlanMemo()
+    first = plan(state, NOW, DEFAULT_POLICY, memo)
+    assert first.reservation is not None
+    assert first.reservation.starts_at == NOW + HOUR
+    apply(state, state.seq + 1, b.submitted("debug", 1, tier="interactive", at=NOW))
+    again = plan(state, NOW, DEFAULT_POLICY, memo)
+    assert [a.job_id for a in again.admissions] == ["debug"]
+    assert again == plan(state, NOW, DEFAULT_POLICY)
+    assert again.reservation is not None
+    assert again.reservation.starts_at == NOW + 2 * HOUR
+
+
+def test_a_remembered_reservation_moves_with_the_clock_once_a_job_overran() -> None:
+    # A job past its declared end frees its GPUs "now", whenever now is.
+    state = fold(
+        b.node("n1", 4),
+        *running("late", "n1", [0, 1, 2], ends_in=-HOUR // 2),
+        b.submitted("wide", 4, at=NOW),
+    )
+    memo = PlanMemo()
+    for now in (NOW, NOW + HOUR):
+        decided = plan(state, now, DEFAULT_POLICY, memo)
+        assert decided == plan(state, now, DEFAULT_POLICY)
+        assert decided.reservation is not None
+        assert decided.reservation.starts_at == now
+
+
 def test_a_reservation_starts_when_a_node_gets_room_not_just_the_cluster() -> None:
     state = fold(
         b.node("n1", 4),

@@ -542,9 +542,16 @@ def test_registering_again_does_not_clear_an_unhealthy_node() -> None:
     assert not state.nodes["n1"].schedulable
 
 
-# With the accounts' quotas and nodes changing too: what the plan memo keeps between cycles.
+# With the accounts' quotas and nodes changing too, and jobs that declare runtimes (so that
+# reservations are made): what the plan memo keeps between cycles.
 memo_events = st.one_of(
     events,
+    st.builds(
+        lambda j, g, m: b.submitted(j, g, max_runtime_ns=m * 60 * 10**9),
+        st.sampled_from(JOBS),
+        st.integers(1, 4),
+        st.integers(1, 5),
+    ),
     st.builds(
         lambda kind, path, quota: kind(
             meta=b.meta(), path=path, settings=AccountSettings(quota={"gpu": quota})
@@ -560,6 +567,7 @@ memo_events = st.one_of(
 )
 
 
+@settings(max_examples=300)
 @given(
     st.lists(memo_events, max_size=30),
     st.lists(st.integers(0, 3 * 60 * 10**9), min_size=30, max_size=30),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
-from allot.core import DEFAULT_POLICY
+from allot.core import DEFAULT_POLICY, plan
 from allot.core.replay import verify
 from allot.proto.subjects import subject_for
 from allot.sim.policies import POLICIES
@@ -83,6 +83,33 @@ def test_gpu_time_is_conserved_occupancy_at_most_one_and_runs_repeat(
     assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
 
 
+class _MemoChecked(Simulator):
+    """Plans every moment both with the memo kept across the run and afresh."""
+
+    def _plan(self) -> None:
+        assert plan(self.state, self.now, self.policy, self.memo) == plan(
+            self.state, self.now, self.policy
+        )
+        super()._plan()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3000), st.integers(1, 9000), st.sampled_from([1, 2, 4, 8]),
+                  st.sampled_from(["a", "b", "c"])),
+        min_size=1, max_size=30,
+    )
+)  # fmt: skip
+def test_the_plan_memo_never_changes_a_simulated_plan(
+    rows: list[tuple[int, int, int, str]],
+) -> None:
+    """Runs whose jobs declare runtimes, so that reservations are made and kept between
+    cycles while the running jobs stay the same."""
+    jobs = trace(*[(f"j{n}", t, d, g, a) for n, (t, d, g, a) in enumerate(rows)])
+    _MemoChecked(jobs, Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY).run()
+
+
 def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text(
         "job_id,submit_s,duration_s,gpus,account\na,0,100,2,x\nb,10,50,1,x\n"
@@ -126,7 +153,7 @@ def test_a_lender_reclaims_its_quota_under_kueue_and_allot_but_not_under_fifo() 
 
 def test_strict_fifo_lets_nothing_pass_and_slurm_backfills() -> None:
     jobs = trace(
-        ("long", 0, 1000, 1, "x"), ("wide", 1, 100, 2, "x"), ("short", 2, 50, 1, "x"),
+        ("long", 10, 5000, 1, "x"), ("wide", 11, 100, 2, "x"), ("short", 12, 50, 1, "x"),
         tier="batch",
     )  # fmt: skip
     sim = Settings(nodes=1, gpus_per_node=2)
@@ -134,8 +161,10 @@ def test_strict_fifo_lets_nothing_pass_and_slurm_backfills() -> None:
     for name in ("fifo", "slurm"):
         outcomes, _ = Simulator(jobs, sim, POLICIES[name]).run()
         start[name] = {o.job_id: o.first_start_s for o in outcomes}
-    assert start["fifo"]["short"] == 1100  # behind "wide", which waits for "long"
-    assert start["slurm"]["short"] == 2  # backfilled: it ends before "wide" could start
+    assert start["fifo"]["short"] == 5110  # behind "wide", which waits for "long"
+    # Backfilled: by its declared runtime (an hour) it ends before "long" declared it would
+    # (two hours), when "wide" is to start.
+    assert start["slurm"]["short"] == 12
 
 
 def test_the_simulators_decisions_are_the_planners_own_as_replay_verifies() -> None:
