@@ -6,6 +6,7 @@ error. Applying a file makes the tree equal to it: new paths are defined, change
 updated, missing ones removed (only if nothing of theirs is pending or running).
 """
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -41,10 +42,12 @@ def parent_of(path: str) -> str | None:
     return path.rsplit("/", 1)[0] if "/" in path else None
 
 
-def ancestry(path: str) -> list[str]:
-    """The path and every ancestor, nearest first: ``a/b/c`` -> ``a/b/c, a/b, a``."""
+@functools.lru_cache(maxsize=4096)
+def ancestry(path: str) -> tuple[str, ...]:
+    """The path and every ancestor, nearest first: ``a/b/c`` -> ``a/b/c, a/b, a``.
+    Remembered: a planning cycle asks it of the same few accounts thousands of times."""
     parts = path.split("/")
-    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    return tuple("/".join(parts[:n]) for n in range(len(parts), 0, -1))
 
 
 def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[FieldError]]:

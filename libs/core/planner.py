@@ -279,13 +279,19 @@ def _ordered(
         lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
         return bases[n] - (lift << _SEQ_BITS) + job.submitted_seq
 
-    heads = [(key(n, jobs[entries[0][1]]), n, 0) for n, entries in enumerate(queues)]
+    # (key, queue, index in it, the job): keys are unique, so the job is never compared.
+    heads = []
+    for n, entries in enumerate(queues):
+        job = jobs[entries[0][1]]
+        heads.append((key(n, job), n, 0, job))
     heapq.heapify(heads)
     while heads:
-        _, n, i = heads[0]
-        yield jobs[queues[n][i][1]]
-        if i + 1 < len(queues[n]):
-            heapq.heapreplace(heads, (key(n, jobs[queues[n][i + 1][1]]), n, i + 1))
+        _, n, i, job = heads[0]
+        yield job
+        entries, i = queues[n], i + 1
+        if i < len(entries):
+            job = jobs[entries[i][1]]
+            heapq.heapreplace(heads, (key(n, job), n, i, job))
         else:
             heapq.heappop(heads)
 
@@ -765,18 +771,21 @@ class _Cycle:
         placed job of the queue (funded if a budget is on its path; reclaiming with its
         account's smallest waiting job), so a cycle where no queue could skips the scan.
         ``running`` is needed for, and given with, the grounds other than RECLAIM."""
+        budgets, best = self.state.budgets, {}
         claims = {}
         for tier, account in self.state.queues:
-            standing = self.ranked.get(account)
-            best = Grounds(
-                funded=any(path in self.state.budgets for path in ancestry(account)),
-                reclaims_from=self._reclaims(account, min(self.state.waiting_sizes[account])),
-                under_share=standing is None or not standing.over_share,
-                over_share=over_share,
-                time_slice_ns=self.policy.time_slice_ns,
-                allowed=allowed,
-            )
-            claims[tier, account] = could_claim(running, tier, best)
+            grounds = best.get(account)
+            if grounds is None:  # the same for each tier of the account
+                standing = self.ranked.get(account)
+                grounds = best[account] = Grounds(
+                    funded=bool(budgets) and any(path in budgets for path in ancestry(account)),
+                    reclaims_from=self._reclaims(account, min(self.state.waiting_sizes[account])),
+                    under_share=standing is None or not standing.over_share,
+                    over_share=over_share,
+                    time_slice_ns=self.policy.time_slice_ns,
+                    allowed=allowed,
+                )
+            claims[tier, account] = could_claim(running, tier, grounds)
         return claims
 
     def _reclaims(self, account: str, gpus: int) -> frozenset[str]:
