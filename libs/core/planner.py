@@ -54,6 +54,7 @@ from allot.core.preemption import (
     TIER,
     Grounds,
     Stoppable,
+    StoppableMemo,
     candidates,
     choose,
     could_claim,
@@ -156,6 +157,7 @@ class PlanMemo:
 
     def __init__(self) -> None:
         self.standings = StandingsMemo()
+        self.stoppable = StoppableMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
         self._ends: tuple[tuple[int, int, int], _Ends] | None = None
         # Reservations made with the same holders: (holders' key, reservation key -> it)
@@ -761,6 +763,8 @@ class _Cycle:
         # Which accounts have jobs past the time slice matters only to fair share.
         time_slice = self.policy.time_slice_ns if FAIR_SHARE in self.policy.grounds else None
         restart_ms = self.policy.restart_overhead_ns // 1_000_000
+        if self.memo is not None:
+            return self.memo.stoppable.stoppable_jobs(self.state, self.now, restart_ms, time_slice)
         return stoppable_jobs(self.state, self.now, restart_ms, time_slice)
 
     def _may_claim(
@@ -771,7 +775,7 @@ class _Cycle:
         placed job of the queue (funded if a budget is on its path; reclaiming with its
         account's smallest waiting job), so a cycle where no queue could skips the scan.
         ``running`` is needed for, and given with, the grounds other than RECLAIM."""
-        budgets, best = self.state.budgets, {}
+        budgets, best = self.state.budgets, dict[str, Grounds]()
         claims = {}
         for tier, account in self.state.queues:
             grounds = best.get(account)
@@ -782,7 +786,6 @@ class _Cycle:
                     reclaims_from=self._reclaims(account, min(self.state.waiting_sizes[account])),
                     under_share=standing is None or not standing.over_share,
                     over_share=over_share,
-                    time_slice_ns=self.policy.time_slice_ns,
                     allowed=allowed,
                 )
             claims[tier, account] = could_claim(running, tier, grounds)
@@ -831,7 +834,6 @@ class _Cycle:
                 reclaims_from=self._reclaims(spec.account, spec.total_gpus),
                 under_share=standing is None or not standing.over_share,
                 over_share=over_share,
-                time_slice_ns=self.policy.time_slice_ns,
                 allowed=allowed,
             )
             if not could_claim(running, spec.tier, grounds):
@@ -840,7 +842,7 @@ class _Cycle:
             running = running or self._stoppable()  # listed once some job could claim
             if not running.jobs:
                 break
-            owed = candidates(running, spec, grounds, self.now, chosen_victims)
+            owed = candidates(running, spec, grounds, chosen_victims)
             if not owed:
                 owed_nothing.add(alike)
                 continue

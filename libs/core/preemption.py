@@ -22,7 +22,8 @@ a gang spanning nodes takes victims cheapest per GPU first, then drops those it 
 not to need, dearest first. Ties: fewer victims, then node id, then job ids.
 """
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -238,7 +239,6 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
     reclaims_from: frozenset[str]  # accounts borrowing quota it is owed
     under_share: bool  # its account is not over its fair share
     over_share: frozenset[str]  # accounts over their fair share
-    time_slice_ns: int | None  # how long a job runs before fair share may stop it
     allowed: frozenset[str] = frozenset({TIER, FUNDED, RECLAIM, FAIR_SHARE})  # the policy's
 
 
@@ -249,7 +249,8 @@ class Stoppable(msgspec.Struct, kw_only=True):
     jobs: list[JobRecord]
     lowest_tier: int  # the least urgent tier among them (an index into TIERS), -1: none
     any_unfunded: bool
-    sliceable: frozenset[str]  # accounts with a resumable job past the time slice
+    sliced: frozenset[str]  # the resumable ones past the time slice (fair share may stop)
+    sliceable: frozenset[str]  # their accounts
     now: int
     restart_overhead_ms: int
 
@@ -258,8 +259,9 @@ def stoppable_jobs(
     state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
 ) -> Stoppable:
     """Computed once per cycle, then filtered for each waiting job by what it is owed.
-    In no particular order: ``choose`` orders victims by cost and job id itself."""
-    jobs, lowest, unfunded, sliceable = [], -1, False, set()
+    In no particular order: ``choose`` orders victims by cost and job id itself.
+    ``time_slice_ns``: None where fair share stops nothing."""
+    jobs, lowest, unfunded, sliced, sliceable = [], -1, False, set(), set()
     for job_id in state.holding:
         job = state.jobs[job_id]
         if not stoppable(job, now):
@@ -268,32 +270,86 @@ def stoppable_jobs(
         lowest = max(lowest, _TIER_RANK[job.spec.tier])
         unfunded = unfunded or not job.funded
         if time_slice_ns is not None and _past_slice(job, now, time_slice_ns):
+            sliced.add(job_id)
             sliceable.add(job.spec.account)
     return Stoppable(
-        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliceable=frozenset(sliceable),
-        now=now, restart_overhead_ms=restart_overhead_ms,
+        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliced=frozenset(sliced),
+        sliceable=frozenset(sliceable), now=now, restart_overhead_ms=restart_overhead_ms,
     )  # fmt: skip
 
 
+class StoppableMemo:
+    """Keeps the stoppable jobs while what jobs hold stays the same (``State.holding_version``)
+    and the clock passes none of the times at which a running job's protection or time
+    slice ends: only those change which of them may be stopped."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._turns: list[int] = []  # when a protection or a time slice ends, sorted
+        self._value: Stoppable | None = None
+
+    def stoppable_jobs(
+        self, state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
+    ) -> Stoppable:
+        key = (id(state), state.holding_version, state.nodes_version, restart_overhead_ms,
+               time_slice_ns)  # fmt: skip
+        known = self._value
+        if (
+            known is not None
+            and key == self._key
+            and bisect.bisect_right(self._turns, now) == bisect.bisect_right(self._turns, known.now)
+        ):
+            return known if known.now == now else msgspec.structs.replace(known, now=now)
+        self._key, self._value = key, stoppable_jobs(state, now, restart_overhead_ms, time_slice_ns)
+        self._turns = sorted(_turns(state, time_slice_ns))
+        return self._value
+
+
+def _turns(state: State, time_slice_ns: int | None) -> Iterator[int]:
+    """The times at which a job holding GPUs may become stoppable (its protection ends)
+    or pass its time slice."""
+    for job_id in state.holding:
+        job = state.jobs[job_id]
+        started = job.started_at
+        if started is None:
+            continue
+        if job.funded:
+            yield started + job.spec.min_runtime_ns
+        if time_slice_ns is not None and job.spec.resumable:
+            yield started + max(time_slice_ns, job.spec.min_runtime_ns)
+
+
 def candidates(
-    stoppable: Stoppable,
-    waiting: JobSpec,
-    grounds: Grounds,
-    now: int,
-    exclude: set[str],
+    stoppable: Stoppable, waiting: JobSpec, grounds: Grounds, exclude: set[str]
 ) -> list[tuple[Victim, str]]:
     """The running jobs the waiting one may stop, each with its cost and the first ground
-    that allows it."""
+    the policy allows that lets it: a higher tier, funding, quota to reclaim, fair share.
+    Never a job of a higher tier than the waiting one: it would only win its GPUs back."""
     if not could_claim(stoppable, waiting.tier, grounds):
         return []
+    allowed, rank = grounds.allowed, _TIER_RANK[waiting.tier]
+    by_tier = TIER in allowed
+    by_funding = FUNDED in allowed and grounds.funded
+    reclaims = grounds.reclaims_from if RECLAIM in allowed else frozenset()
+    by_share = FAIR_SHARE in allowed and grounds.under_share
+    over_share, sliced = grounds.over_share, stoppable.sliced
     found = []
     for job in stoppable.jobs:
-        if job.job_id not in exclude:
-            code = _ground(job, waiting, grounds, now)
-            if code is not None:
-                cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
-                victim = Victim(job_id=job.job_id, placements=job.placements, cost=cost)
-                found.append((victim, code))
+        theirs = _TIER_RANK[job.spec.tier]
+        if theirs < rank or job.job_id in exclude:
+            continue
+        if by_tier and rank < theirs:
+            code = TIER
+        elif by_funding and not job.funded:
+            code = FUNDED
+        elif reclaims and any(a in reclaims for a in ancestry(job.spec.account)):
+            code = RECLAIM
+        elif by_share and job.job_id in sliced and job.spec.account in over_share:
+            code = FAIR_SHARE
+        else:
+            continue
+        cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
+        found.append((Victim(job_id=job.job_id, placements=job.placements, cost=cost), code))
     return found
 
 
@@ -321,27 +377,3 @@ def _past_slice(job: JobRecord, now: int, slice_ns: int) -> bool:
         and job.started_at is not None
         and now - job.started_at >= max(slice_ns, job.spec.min_runtime_ns)
     )
-
-
-def _ground(job: JobRecord, waiting: JobSpec, grounds: Grounds, now: int) -> str | None:
-    """The first ground the policy allows on which ``waiting`` may stop ``job``."""
-    allowed = grounds.allowed
-    if tier_outranks(job.spec, waiting):
-        return None  # never a job of a higher tier: it would only win its GPUs back
-    if TIER in allowed and tier_outranks(waiting, job.spec):
-        return TIER
-    if FUNDED in allowed and grounds.funded and not job.funded:
-        return FUNDED
-    reclaims = grounds.reclaims_from
-    if RECLAIM in allowed and reclaims and any(a in reclaims for a in ancestry(job.spec.account)):
-        return RECLAIM
-    slice_ns = grounds.time_slice_ns
-    if (
-        FAIR_SHARE in allowed
-        and slice_ns is not None
-        and grounds.under_share
-        and job.spec.account in grounds.over_share
-        and _past_slice(job, now, slice_ns)
-    ):
-        return FAIR_SHARE
-    return None

@@ -7,7 +7,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.core import DEFAULT_POLICY, JobStatus, State, apply, plan
+from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
 from allot.core.executor import Account, Requeue, due
 from allot.core.placement import Capacity
 from allot.core.preemption import Victim, choose, cost_of, protected
@@ -91,10 +91,13 @@ def test_a_funded_job_inside_its_minimum_runtime_is_never_stopped() -> None:
     )
     state.jobs["protected"].funded = True  # as its admission said, had the plan funded it
     assert protected(state.jobs["protected"], NOW)
+    memo = PlanMemo()  # it must notice the protection end, with nothing else changed
     assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
+    assert plan(state, NOW, DEFAULT_POLICY, memo).preemptions == []
     assert not protected(state.jobs["protected"], NOW + 2 * HOUR)
-    later = plan(state, NOW + 2 * HOUR, DEFAULT_POLICY)
-    assert [p.job_id for p in later.preemptions] == ["protected"]
+    for memo_or_none in (None, memo):
+        later = plan(state, NOW + 2 * HOUR, DEFAULT_POLICY, memo_or_none)
+        assert [p.job_id for p in later.preemptions] == ["protected"]
 
 
 def test_a_gang_is_stopped_whole_and_only_as_much_as_the_block_needs() -> None:

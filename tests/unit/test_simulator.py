@@ -96,7 +96,7 @@ class _MemoChecked(Simulator):
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 3000), st.integers(1, 9000), st.sampled_from([1, 2, 4, 8]),
+        st.tuples(st.integers(0, 3000), st.integers(1, 30_000), st.sampled_from([1, 2, 4, 8]),
                   st.sampled_from(["a", "b", "c"])),
         min_size=1, max_size=30,
     )
