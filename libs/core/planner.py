@@ -431,9 +431,6 @@ class _Cycle:
         self.free_at_start = dict(self.capacity.free_by_model)
         self.quotas = QuotaBook(state, frame) if policy.quotas else QuotaBook(State())
         self.exhausted = _exhausted_accounts(state, now)
-        self.unschedulable_models = {
-            model_of(n) for n in state.nodes.values() if not n.schedulable and not n.lost
-        }
         self.budget_reserved: dict[str, int] = {}  # budget promised to jobs funded this cycle
         self.admitted: list[_Admitted] = []
         self.waiting: list[Waiting] = []
@@ -536,7 +533,10 @@ class _Cycle:
         if not self.capacity.nodes:
             return NO_NODES, {}, {}
         if spec.flavor and spec.flavor not in self.capacity.free_by_model:
-            code = NODE_CORDONED if spec.flavor in self.unschedulable_models else NO_NODES
+            unschedulable = {
+                model_of(n) for n in self.state.nodes.values() if not n.schedulable and not n.lost
+            }
+            code = NODE_CORDONED if spec.flavor in unschedulable else NO_NODES
             return code, {"flavor": spec.flavor}, {}
         allowed, block = self.quotas.models_allowed(spec, self._models_of(job))
         if block is not None:

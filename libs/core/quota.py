@@ -109,6 +109,7 @@ class QuotaBook:
         self._allowed: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
         # (account, GPUs) -> the version, and whom it could reclaim from then.
         self._borrowers: dict[tuple[str, int], tuple[int, frozenset[str]]] = {}
+        self._over: dict[str, tuple[int, frozenset[str]]] = {}  # cohort -> version, borrowers
         if self.active:
             for account, amounts in state.held.items():  # sums: the order does not matter
                 for path in ancestry(account):
@@ -181,12 +182,21 @@ class QuotaBook:
                 continue
             if self._used.get(path, {}).get(GPU, 0) + need > settings.quota[GPU]:
                 continue
-            for sibling in self._children.get(parent, []):
-                quota = self._settings[sibling].quota.get(GPU, 0)
-                if sibling != path and self._used.get(sibling, {}).get(GPU, 0) > quota:
-                    found.add(sibling)
+            found.update(self._over_quota(parent) - {path})
         self._borrowers[account, need] = (self.version, frozenset(found))
         return self._borrowers[account, need][1]
+
+    def _over_quota(self, parent: str) -> frozenset[str]:
+        """The members of a cohort holding more GPUs than their quota."""
+        known = self._over.get(parent)
+        if known is None or known[0] != self.version:
+            over = frozenset(
+                child
+                for child in self._children.get(parent, [])
+                if self._used.get(child, {}).get(GPU, 0) > self._settings[child].quota.get(GPU, 0)
+            )
+            known = self._over[parent] = (self.version, over)
+        return known[1]
 
     def _path(self, account: str) -> list[tuple[str, str, tuple[str, ...]]]:
         """The account and its ancestors, leaf first: (path, its cohort, the resources
