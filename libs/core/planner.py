@@ -815,12 +815,10 @@ class _Cycle:
         # like them.
         owed_nothing: set[tuple[object, ...]] = set()
         allowed = frozenset(self.policy.grounds)
-        for n, job, position in self._short_of_room(rest, depth):
+        for n, job, position in self._short_of_room(rest, depth, may_claim):
             if tries == 0:
                 break
             spec, standing = job.spec, self.ranked.get(job.spec.account)
-            if not may_claim[spec.tier, spec.account]:
-                continue
             alike = (spec.account, spec.tier, spec.workers, spec.gpus, spec.topology,
                      spec.flavor, spec.cpus, spec.memory_mib, spec.min_runtime_ns)  # fmt: skip
             if alike in owed_nothing:
@@ -882,23 +880,34 @@ class _Cycle:
                 self.waiting[n] = stopping
 
     def _short_of_room(
-        self, rest: Iterable[tuple[int, JobRecord]], depth: int
+        self,
+        rest: Iterable[tuple[int, JobRecord]],
+        depth: int,
+        may_claim: dict[tuple[str, str], bool],
     ) -> Iterator[tuple[int | None, JobRecord, int]]:
-        """Waiting jobs that lack only room, in queue order, as (their index in
-        ``waiting``, or None for one the cycle did not look at; the job; its position).
-        The jobs the cycle looked at all come before those it did not reach."""
+        """Waiting jobs that lack only room, of the queues that ``may_claim``, in queue
+        order, as (their index in ``waiting``, or None for one the cycle did not look at;
+        the job; its position). The jobs the cycle looked at all come before those it did
+        not reach."""
         holds, exhausted, jobs = self.state.holds, self.exhausted, self.state.jobs
         for n in range(len(self.waiting)):  # it grows with the jobs of ``rest`` only
             waiting = self.waiting[n]
             if waiting.reason.code in (NO_FIT, NO_BLOCK, BEHIND):
                 job = jobs[waiting.reason.job_id]
-                if job.job_id not in holds and job.spec.account not in exhausted:
+                spec = job.spec
+                if (
+                    may_claim[spec.tier, spec.account]
+                    and job.job_id not in holds
+                    and spec.account not in exhausted
+                ):
                     yield n, job, waiting.position
         free = self.capacity.free_by_model
         for position, job in rest:
             if position > depth:
                 return
             spec = job.spec
+            if not may_claim[spec.tier, spec.account]:
+                continue
             if job.job_id in holds or spec.account in exhausted:
                 continue
             if not spec.flavor or spec.flavor in free:
