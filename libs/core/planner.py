@@ -94,7 +94,11 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     name: str = "allot"
     fair_share: FairSharePolicy = FairSharePolicy()
     aging_step_ns: int = HOUR_NS  # each step waited lifts a job one rank...
-    aging_max_ranks: int = 24  # ...up to this many
+    # ...up to this many: a few, so that waiting cannot outweigh fair share. With a bound
+    # as large as the number of accounts, every job that waited a day would pass the work
+    # of the least-served account that arrived since (on Philly, its worst-served account
+    # got 1% of what it was owed with 24; 76% with 4).
+    aging_max_ranks: int = 4
     backfill: bool = True  # reserve for the highest-ranked job that waits (steps 5 and 6)
     preemption: bool = True  # stop running jobs for waiting ones that are owed (step 8)
     preemptors_per_cycle: int = 4  # waiting jobs that may pick victims in one cycle

@@ -1,5 +1,6 @@
 import argparse
 
+from allot.core import DEFAULT_POLICY
 from allot.services.planner.app import serve
 from allot.services.runtime import run_service
 
@@ -9,7 +10,12 @@ parser.add_argument(
     "--usage-window", help="count usage in this sliding window instead of decaying it, e.g. 7d"
 )
 parser.add_argument("--aging-step", default="1h", help="waiting this long lifts a job one rank")
-parser.add_argument("--aging-max", type=int, default=24, help="the most ranks aging lifts a job")
+parser.add_argument(
+    "--aging-max",
+    type=int,
+    default=DEFAULT_POLICY.aging_max_ranks,
+    help=f"the most ranks aging lifts a job (default {DEFAULT_POLICY.aging_max_ranks})",
+)
 parser.add_argument(
     "--no-backfill", action="store_true", help="no reservation for the head job, no backfill"
 )

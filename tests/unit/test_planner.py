@@ -147,13 +147,37 @@ def test_waiting_lifts_a_job_by_a_bounded_number_of_ranks() -> None:
     assert order == ["new-t0", "new-t1", "new-t4", "new-t2", "new-t3"]
 
 
+def test_a_day_of_waiting_does_not_outweigh_fair_share() -> None:
+    # Six accounts, t0 the least served. A day-old job is lifted at most four ranks: t1's
+    # passes t0's new job, t5's does not (with a bound as large as the number of accounts,
+    # every day-old job would).
+    accounts = [f"t{i}" for i in range(6)]
+    history = [e for i, a in enumerate(accounts) for e in charge(a, f"old{i}", 10 ** (i + 1))]
+    day = 24 * 3600 * 10**9
+    now = ENDED + day
+
+    def job(job_id: str, account: str, at: int) -> Event:
+        event = b.submitted(job_id)
+        spec = msgspec.structs.replace(b.spec(), account=account)
+        return msgspec.structs.replace(
+            event, spec=spec, meta=msgspec.structs.replace(event.meta, at=at)
+        )
+
+    waiting = [job("t5-old", "t5", ENDED), job("t1-old", "t1", ENDED), job("t0-new", "t0", now)]
+    state = fold(b.node("n1", 1), *history, b.lost("n1"), *waiting)
+    order = [r.job_id for r in plan(state, now, DEFAULT_POLICY).pending]
+    assert order == ["t1-old", "t0-new", "t5-old"]
+    patient = msgspec.structs.replace(DEFAULT_POLICY, aging_max_ranks=len(accounts))
+    assert [r.job_id for r in plan(state, now, patient).pending][-1] == "t0-new"
+
+
 def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
     import argparse
 
     from allot.services.planner.app import policy_from
 
     args = argparse.Namespace(
-        half_life="7d", usage_window=None, aging_step="1h", aging_max=24, no_backfill=False
+        half_life="7d", usage_window=None, aging_step="1h", aging_max=4, no_backfill=False
     )
     assert policy_from(args) == DEFAULT_POLICY
     windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
