@@ -27,6 +27,7 @@ queue`` and ``allot explain``, and are recomputable from any plan's basis.
    ends (``allot.core.preemption``).
 """
 
+import bisect
 import hashlib
 import heapq
 import itertools
@@ -399,6 +400,7 @@ class _Ends:
         ordered = sorted((end, job_id, placed) for end, _, job_id, placed in self.listed
                          if end is not None)  # fmt: skip
         self.released = [(end, placed) for end, _, placed in ordered]
+        self.order = [(end, job_id) for end, job_id, _ in ordered]  # what released is sorted by
         self._earliest = ordered[0][0] if ordered else None
         self._all_running = len(ordered) == len(self.listed)
 
@@ -728,6 +730,13 @@ class _Cycle:
         timed = [a for a in self.admitted if a.job.spec.max_runtime_ns is not None]
         if not timed and ends.timeless(self.now):
             released = ends.released
+        elif ends.timeless(self.now):  # what this cycle admitted, sorted into them
+            order, released = list(ends.order), list(ends.released)
+            for admitted in timed:
+                end = self.now + (admitted.job.spec.max_runtime_ns or 0)
+                at = bisect.bisect(order, (end, admitted.job.job_id))
+                order.insert(at, (end, admitted.job.job_id))
+                released.insert(at, (end, {p.node_id: p.gpus for p in admitted.placements}))
         else:
             listed = [
                 (max(self.now, end if end is not None else self.now + runtime), job_id, placed)
