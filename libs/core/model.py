@@ -3,7 +3,7 @@
 import bisect
 import enum
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -212,6 +212,10 @@ class State:
         # (tier, account) -> its waiting jobs as (submission seq, job id), in submission
         # order: a planner merges these few queues instead of sorting every waiting job.
         self.queues: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # The same by the GPUs a job needs: GPUs -> (tier, account) -> its waiting jobs of
+        # that size. A cycle that looks past its depth for jobs that fit what is left merges
+        # only the queues of the sizes that could.
+        self.sized_queues: dict[int, dict[tuple[str, str], list[tuple[int, str]]]] = {}
         # Waiting jobs no plan has stated a reason for yet, in log order.
         self.unstated: dict[str, None] = {}
         # Account -> GPUs its waiting jobs need in all -> how many: whether any is small
@@ -247,8 +251,10 @@ class State:
         self.unstated[job.job_id] = None
         sizes = self.waiting_sizes.setdefault(job.spec.account, {})
         sizes[job.spec.total_gpus] = sizes.get(job.spec.total_gpus, 0) + 1
-        group = (job.spec.tier, job.spec.account)
-        bisect.insort(self.queues.setdefault(group, []), (job.submitted_seq, job.job_id))
+        entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
+        bisect.insort(self.queues.setdefault(group, []), entry)
+        sized = self.sized_queues.setdefault(job.spec.total_gpus, {})
+        bisect.insort(sized.setdefault(group, []), entry)
 
     def dequeue(self, job: JobRecord) -> None:
         """``job`` waits no more (admitted or ended); nothing if it was not waiting."""
@@ -261,11 +267,11 @@ class State:
             del sizes[job.spec.total_gpus]
             if not sizes:
                 del self.waiting_sizes[job.spec.account]
-        group = (job.spec.tier, job.spec.account)
-        queue = self.queues[group]
-        del queue[bisect.bisect_left(queue, (job.submitted_seq, job.job_id))]
-        if not queue:
-            del self.queues[group]
+        entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
+        _unqueue(self.queues, group, entry)
+        _unqueue(self.sized_queues[job.spec.total_gpus], group, entry)
+        if not self.sized_queues[job.spec.total_gpus]:
+            del self.sized_queues[job.spec.total_gpus]
 
     def note_ignored(self, seq: int, type_name: str, reason: str) -> None:
         """Record an event the fold could not apply (the latest ones are kept)."""
@@ -273,6 +279,18 @@ class State:
         self.ignored_count += 1
         if len(self.ignored) > MAX_IGNORED_KEPT:
             del self.ignored[: len(self.ignored) - MAX_IGNORED_KEPT]
+
+
+_Group = TypeVar("_Group")
+
+
+def _unqueue(
+    queues: dict[_Group, list[tuple[int, str]]], key: _Group, entry: tuple[int, str]
+) -> None:
+    queue = queues[key]
+    del queue[bisect.bisect_left(queue, entry)]
+    if not queue:
+        del queues[key]
 
 
 # A fold rule: folds one event of its type into the state, or raises Ignore.

@@ -11,6 +11,8 @@
    the earliest time running jobs' declared ``max_runtime`` free enough of them.
 6. Backfill: later jobs start only where they cannot delay that reservation: off its GPUs,
    or on them only when their own ``max_runtime`` ends before it starts (R5).
+   6b. Fill: past the depth (below), GPUs that are still free go to the jobs that need no
+   more than are left, in queue order (``fill_depth`` of them at most), on the same terms.
 7. Elastic jobs admitted in this cycle grow toward ``max_gpus`` with what is left (R6).
 
 Every job the cycle looks at and leaves waiting gets a stable reason code with parameters
@@ -112,7 +114,12 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     quotas: bool = True  # honour the accounts' quotas (step 3)
     grounds: tuple[str, ...] = (TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN)  # to preempt on
     max_age_ns: int = 7 * 24 * HOUR_NS  # multifactor: the age at which the age factor is full
-    queue_depth: int = 100  # jobs a cycle looks at, at most (Slurm's default_queue_depth)
+    # Jobs a cycle looks at, at most (Slurm's default_queue_depth is 100: filling past the
+    # depth finds the small jobs a deeper look was for, so half that does as well)...
+    queue_depth: int = 50
+    # ...and past it, jobs that need no more GPUs than are left, looked at to fill them
+    # (step 6b; 0: none).
+    fill_depth: int = 100
 
 
 DEFAULT_POLICY = Policy()
@@ -236,6 +243,8 @@ def plan(
         admitted = len(cycle.admitted)
         cycle.consider(job, position)
         blocked = policy.strict and len(cycle.admitted) == admitted
+    if policy.fill_depth and not (blocked or whole_queue):
+        cycle.fill(policy.fill_depth)
     if policy.preemption:
         cycle.preempt(queued, depth)
     cycle.grow_elastic()
@@ -271,15 +280,22 @@ def _waiting_accounts(state: State) -> list[str]:
 
 
 def _ordered(
-    state: State, ranked: dict[str, Standing], now: int, policy: Policy
+    state: State, ranked: dict[str, Standing], now: int, policy: Policy, fits: int | None = None
 ) -> Iterator[JobRecord]:
     """The pending jobs in the planner's order, produced lazily: every ordering keeps the
     jobs of one tier and account in submission order, so merging those queues by the key of
     their next job gives the whole order without sorting it, and a cycle that stops early
-    pays only for what it looked at."""
+    pays only for what it looked at. ``fits``: only the jobs that need no more GPUs than
+    that (merging the queues split by size)."""
     base, (cap, times, per) = _order_key(state, ranked, now, policy)
-    jobs, queues = state.jobs, list(state.queues.values())
-    bases = [base(tier, account) for tier, account in state.queues]
+    groups = (
+        list(state.queues.items())
+        if fits is None
+        else [group for gpus, queues in state.sized_queues.items() if gpus <= fits
+              for group in queues.items()]
+    )  # fmt: skip
+    jobs, queues = state.jobs, [entries for _, entries in groups]
+    bases = [base(tier, account) for (tier, account), _ in groups]
 
     def key(n: int, job: JobRecord) -> int:
         waited = now - job.submitted_at
@@ -474,34 +490,65 @@ class _Cycle:
     # --- one job ---
 
     def consider(self, job: JobRecord, position: int) -> None:
-        spec = job.spec
         held = self.state.holds.get(job.job_id)
         if held is not None and self._consider_held(job, position, held):
             return
-        short = self._ends_before_reservation(job)
-        # Free space and quota room only shrink within a cycle: a job like one refused
-        # before (same account, same shape) is refused for the same reason.
-        like = (spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
-                spec.memory_mib, short)  # fmt: skip
-        refused, version = self._refused.get(like, (None, 0))
-        if refused is not None and refused[0] in _ROOM_CODES and version != self.quotas.version:
-            # Quota room shrank since: the first limit that binds is the one to tell.
-            block = self.quotas.models_allowed(spec, self._models_of(job))[1]
-            if block is not None:
-                refused = _quota_refusal(block)
-            self._refused[like] = (refused, self.quotas.version)
-        if refused is not None:
-            return self._wait(job, position, *refused)
-        verdict = self._judge(job, short)
+        verdict, fresh = self._verdict(job, self._ends_before_reservation(job))
         if isinstance(verdict, list):
             return self._admit(job, verdict)
-        self._refused[like] = (verdict, self.quotas.version)
         code, params, detail = verdict
-        if code in (NO_FIT, NO_BLOCK, BEHIND) and self._may_reserve():
-            self._reserve(job, self.quotas.models_allowed(spec, self._models_of(job))[0])
+        if fresh and code in (NO_FIT, NO_BLOCK, BEHIND) and self._may_reserve():
+            self._reserve(job, self.quotas.models_allowed(job.spec, self._models_of(job))[0])
             if self.reservation is not None:
                 detail = {**detail, "estimated_start": self.reservation.starts_at}
         self._wait(job, position, code, params, detail)
+
+    def _verdict(self, job: JobRecord, short: bool) -> tuple[list[Placement] | _Refusal, bool]:
+        """Where the job starts, or why it cannot; and whether that was worked out afresh.
+        Free space and quota room only shrink within a cycle: a job like one refused
+        before (same account, same shape) is refused for the same reason."""
+        spec = job.spec
+        like = (spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
+                spec.memory_mib, short)  # fmt: skip
+        refused, version = self._refused.get(like, (None, 0))
+        if refused is not None:
+            if refused[0] in _ROOM_CODES and version != self.quotas.version:
+                # Quota room shrank since: the first limit that binds is the one to tell.
+                block = self.quotas.models_allowed(spec, self._models_of(job))[1]
+                if block is not None:
+                    refused = _quota_refusal(block)
+                self._refused[like] = (refused, self.quotas.version)
+            return refused, False
+        verdict = self._judge(job, short)
+        if not isinstance(verdict, list):
+            self._refused[like] = (verdict, self.quotas.version)
+        return verdict, True
+
+    def fill(self, limit: int) -> None:
+        """Step 6b, past the depth: up to ``limit`` more jobs, in queue order, of those
+        that need no more GPUs than are left (free, or held for the reservation, which a job
+        that ends before it starts may use), start where they fit. Those that do not are
+        told nothing new, as any job past the depth."""
+        if self.no_room():
+            return
+        looked = {w.reason.job_id for w in self.waiting} | {a.job.job_id for a in self.admitted}
+        left = self._left()
+        for job in _ordered(self.state, self.ranked, self.now, self.policy, left):
+            if limit == 0 or self.no_room():
+                return
+            if job.job_id in looked or job.job_id in self.state.holds or job.spec.total_gpus > left:
+                continue  # looked at, or kept for; or what is left shrank since the merge began
+            limit -= 1
+            verdict, _ = self._verdict(job, self._ends_before_reservation(job))
+            if isinstance(verdict, list):
+                self._admit(job, verdict)
+                left = self._left()
+
+    def _left(self) -> int:
+        """The most GPUs a job could get now: the free GPUs of one model, and those held
+        for the reservation."""
+        held = sum(len(p.gpus) for p in self.reservation.held) if self.reservation else 0
+        return max(self.capacity.free_by_model.values(), default=0) + held
 
     def behind(self, job: JobRecord, position: int) -> None:
         self._wait(job, position, BEHIND, {"need": job.spec.total_gpus})

@@ -11,22 +11,50 @@
 - ``slurm``: priority/multifactor with equal weights for age (full at 7 days) and fair
   share (Fair Tree, 7-day half-life), EASY backfill, no preemption.
 - ``allot``: the default policy (budgets, hierarchical fair share with aging, quotas,
-  minimum-runtime protection, backfill, checkpoint-based preemption).
+  minimum-runtime protection, backfill, filling past the depth, checkpoint-based
+  preemption).
+
+The baselines look at the first 100 jobs of their order per cycle (Slurm's
+``default_queue_depth``). ``allot`` looks at 50, then fills GPUs left free with up to 100
+deeper jobs that fit (``fill_depth``).
 """
+
+from msgspec.structs import replace
 
 from allot.core import DEFAULT_POLICY, Policy
 from allot.core.preemption import DRAIN, RECLAIM, TIER
 
+# Depth and fill as the module docstring says: the baselines' own, not Allot's.
+_BASELINE = Policy(queue_depth=100, fill_depth=0)
+
 POLICIES: dict[str, Policy] = {
-    "fifo": Policy(
-        name="fifo", order="fifo", strict=True, backfill=False, preemption=False, quotas=False
+    "fifo": replace(
+        _BASELINE,
+        name="fifo",
+        order="fifo",
+        strict=True,
+        backfill=False,
+        preemption=False,
+        quotas=False,
     ),
-    "priority": Policy(
-        name="priority", order="tier", backfill=False, quotas=False, grounds=(TIER, DRAIN)
+    "priority": replace(
+        _BASELINE,
+        name="priority",
+        order="tier",
+        backfill=False,
+        quotas=False,
+        grounds=(TIER, DRAIN),
     ),
-    "kueue": Policy(name="kueue", order="fifo", backfill=False, grounds=(RECLAIM, DRAIN)),
-    "slurm": Policy(
-        name="slurm", order="multifactor", backfill=True, preemption=False, quotas=False
+    "kueue": replace(
+        _BASELINE, name="kueue", order="fifo", backfill=False, grounds=(RECLAIM, DRAIN)
+    ),
+    "slurm": replace(
+        _BASELINE,
+        name="slurm",
+        order="multifactor",
+        backfill=True,
+        preemption=False,
+        quotas=False,
     ),
     "allot": DEFAULT_POLICY,
 }

@@ -19,13 +19,40 @@ NOW = 10 * HOUR
 
 def test_jobs_beyond_the_depth_are_not_looked_at_this_cycle() -> None:
     state = fold(b.node("n1", 8), *(b.submitted(f"j{i}", at=NOW) for i in range(4)))
-    decided = plan(state, NOW, msgspec.structs.replace(DEFAULT_POLICY, queue_depth=2))
+    shallow = msgspec.structs.replace(DEFAULT_POLICY, queue_depth=2, fill_depth=0)
+    decided = plan(state, NOW, shallow)
     assert [a.job_id for a in decided.admissions] == ["j0", "j1"]
     assert decided.waiting == []
     assert [(r.job_id, r.code) for r in decided.pending] == [("j2", "QUEUED"), ("j3", "QUEUED")]
     # The whole queue, as ``allot queue`` shows it, would start all four.
     full = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)
     assert [a.job_id for a in full.admissions] == ["j0", "j1", "j2", "j3"]
+
+
+def test_past_the_depth_only_jobs_that_fit_what_is_left_are_looked_at_to_fill_it() -> None:
+    # Two GPUs stay free: the 8-GPU head job waits for them and more. Past the depth of 1,
+    # the 4-GPU job is passed over (it could not fit), the first 2-GPU job starts; the
+    # second 2-GPU job finds nothing left. None of them is told anything new but QUEUED.
+    state = fold(
+        b.node("n1", 8),
+        b.submitted("running", 6, at=NOW - HOUR),
+        b.plan(("running", "n1", [0, 1, 2, 3, 4, 5])),
+        b.started("running", "n1", [0, 1, 2, 3, 4, 5]),
+        b.submitted("head", 8, at=NOW),
+        b.submitted("four", 4, at=NOW),
+        b.submitted("two", 2, at=NOW),
+        b.submitted("another", 2, at=NOW),
+    )
+    policy = msgspec.structs.replace(DEFAULT_POLICY, queue_depth=1, fill_depth=3)
+    decided = plan(state, NOW, policy)
+    assert [a.job_id for a in decided.admissions] == ["two"]
+    assert [(r.job_id, r.code) for r in decided.pending] == [
+        ("head", "NO_FIT"),
+        ("four", "QUEUED"),
+        ("another", "QUEUED"),
+    ]
+    without = plan(state, NOW, msgspec.structs.replace(policy, fill_depth=0))
+    assert without.admissions == []
 
 
 def test_once_no_gpu_is_left_the_rest_are_told_once_they_are_queued() -> None:
