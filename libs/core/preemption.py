@@ -285,7 +285,9 @@ class StoppableMemo:
 
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
-        self._turns: list[int] = []  # when a protection or a time slice ends, sorted
+        # When a protection or a time slice ends, sorted; worked out once asked again with
+        # the same holders (most cycles find them changed).
+        self._turns: list[int] | None = None
         self._value: Stoppable | None = None
 
     def stoppable_jobs(
@@ -294,14 +296,14 @@ class StoppableMemo:
         key = (id(state), state.holding_version, state.nodes_version, restart_overhead_ms,
                time_slice_ns)  # fmt: skip
         known = self._value
-        if (
-            known is not None
-            and key == self._key
-            and bisect.bisect_right(self._turns, now) == bisect.bisect_right(self._turns, known.now)
-        ):
-            return known if known.now == now else msgspec.structs.replace(known, now=now)
-        self._key, self._value = key, stoppable_jobs(state, now, restart_overhead_ms, time_slice_ns)
-        self._turns = sorted(_turns(state, time_slice_ns))
+        if known is not None and key == self._key:
+            if self._turns is None:
+                self._turns = sorted(_turns(state, time_slice_ns))
+            turns = self._turns
+            if bisect.bisect_right(turns, now) == bisect.bisect_right(turns, known.now):
+                return known if known.now == now else msgspec.structs.replace(known, now=now)
+        self._key, self._turns = key, None
+        self._value = stoppable_jobs(state, now, restart_overhead_ms, time_slice_ns)
         return self._value
 
 
