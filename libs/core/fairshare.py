@@ -173,43 +173,42 @@ class StandingsMemo:
         usage = state.usage.get(path)
         if usage is None:
             return 0
-        # Charges only add. The days change only by a merge or a late charge, the hours
-        # by any charge; either part is counted again only when it may have changed, and
-        # the hours, within one hour and before a merge, only where a charge added to them.
-        days = (now, usage.daily_before, usage.late_charges, policy)
-        hours = (now, usage.daily_before, policy)
+        # Charges only add. Within one hour and before a merge into days, the days change
+        # only by a late charge, and the hours only where a charge added to them.
         seen = self._usage.get(path)
-        if seen is None:
-            seen = self._usage[path] = _Counted()
-        if seen.days_key != days:
-            seen.days_key, seen.days = days, _counted(usage.by_day, now, policy)
-        if seen.hours_key != hours:
-            seen.hours_key, seen.hours = hours, _counted(usage.by_hour, now, policy)
-            seen.hours_total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
-        elif seen.hours_total != usage.total_gpu_ms:
+        if (
+            seen is None
+            or seen.at != now
+            or seen.daily_before != usage.daily_before
+            or seen.policy != policy
+        ):
+            seen = self._usage[path] = _Counted(usage, now, policy)
+        if seen.late_charges != usage.late_charges:
+            seen.days, seen.late_charges = _counted(usage.by_day, now, policy), usage.late_charges
+        if seen.total != usage.total_gpu_ms:
             added = usage.by_hour.items() - seen.by_hour.items()
             seen.hours += _counted(dict(added), now, policy) - _counted(
                 {hour: seen.by_hour[hour] for hour, _ in added if hour in seen.by_hour},
                 now,
                 policy,
             )
-            seen.hours_total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
+            seen.total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
         return seen.days + seen.hours
 
 
 class _Counted:
-    """An account's usage as last counted: its days and its hours, each with what they
-    were counted at, and the hours' buckets then (to count only what a charge changed)."""
+    """An account's usage as counted at the start of an hour ``at``: its days and its
+    hours, what they were counted from, and the hours' buckets then (to count again only
+    what a charge changed)."""
 
-    __slots__ = ("by_hour", "days", "days_key", "hours", "hours_key", "hours_total")
+    __slots__ = ("at", "by_hour", "daily_before", "days", "hours", "late_charges", "policy",
+                 "total")  # fmt: skip
 
-    def __init__(self) -> None:
-        self.days_key: tuple[object, ...] | None = None
-        self.days = 0
-        self.hours_key: tuple[object, ...] | None = None
-        self.hours = 0
-        self.hours_total = 0  # the account's charges in all, when the hours were counted
-        self.by_hour: dict[int, int] = {}
+    def __init__(self, usage: AccountUsage, at: int, policy: FairSharePolicy):
+        self.at, self.policy, self.daily_before = at, policy, usage.daily_before
+        self.days, self.late_charges = _counted(usage.by_day, at, policy), usage.late_charges
+        self.hours, self.total = _counted(usage.by_hour, at, policy), usage.total_gpu_ms
+        self.by_hour = dict(usage.by_hour)
 
 
 def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
