@@ -56,18 +56,24 @@ def test_an_interactive_job_preempts_a_resumable_batch_job_which_resumes() -> No
     assert end == train.runs[1][1]
 
 
+Row = tuple[int, int, int, str]  # submitted (s), duration (s), GPUs, account
+
+
+def rows(longest_s: int, most: int) -> st.SearchStrategy[list[Row]]:
+    """Random traces: jobs submitted in the first 3,000 s, running up to ``longest_s``."""
+    row = st.tuples(st.integers(0, 3000), st.integers(1, longest_s),
+                    st.sampled_from([1, 2, 4, 8]), st.sampled_from(["a", "b", "c"]))  # fmt: skip
+    return st.lists(row, min_size=1, max_size=most)
+
+
+def jobs_of(drawn: list[Row]) -> list[TraceJob]:
+    return trace(*[(f"j{n}", t, d, g, a) for n, (t, d, g, a) in enumerate(drawn)])
+
+
 @settings(max_examples=25, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 3000), st.integers(1, 4000), st.sampled_from([1, 2, 4, 8]),
-                  st.sampled_from(["a", "b", "c"])),
-        min_size=1, max_size=25,
-    )
-)  # fmt: skip
-def test_gpu_time_is_conserved_occupancy_at_most_one_and_runs_repeat(
-    rows: list[tuple[int, int, int, str]],
-) -> None:
-    jobs = trace(*[(f"j{n}", t, d, g, a) for n, (t, d, g, a) in enumerate(rows)])
+@given(rows(longest_s=4000, most=25))
+def test_gpu_time_is_conserved_occupancy_at_most_one_and_runs_repeat(drawn: list[Row]) -> None:
+    jobs = jobs_of(drawn)
     sim = Settings(nodes=2, gpus_per_node=8)
     first = simulate(jobs, sim, DEFAULT_POLICY, "allot")
     outcomes, _ = Simulator(jobs, sim, DEFAULT_POLICY).run()
@@ -94,20 +100,11 @@ class _MemoChecked(Simulator):
 
 
 @settings(max_examples=100, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 3000), st.integers(1, 30_000), st.sampled_from([1, 2, 4, 8]),
-                  st.sampled_from(["a", "b", "c"])),
-        min_size=1, max_size=30,
-    )
-)  # fmt: skip
-def test_the_plan_memo_never_changes_a_simulated_plan(
-    rows: list[tuple[int, int, int, str]],
-) -> None:
-    """Runs whose jobs declare runtimes, so that reservations are made and kept between
-    cycles while the running jobs stay the same."""
-    jobs = trace(*[(f"j{n}", t, d, g, a) for n, (t, d, g, a) in enumerate(rows)])
-    _MemoChecked(jobs, Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY).run()
+@given(rows(longest_s=30_000, most=30))
+def test_the_plan_memo_never_changes_a_simulated_plan(drawn: list[Row]) -> None:
+    """Runs whose jobs declare runtimes (so that reservations are made and kept between
+    cycles while the running jobs stay the same) and outlast the time slice."""
+    _MemoChecked(jobs_of(drawn), Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY).run()
 
 
 def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
