@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from allot.core import DEFAULT_POLICY, Policy, apply, plan
 from allot.core.fairshare import standings
 from allot.core.model import JobRecord
-from allot.core.planner import Plan, queue
+from allot.core.planner import Plan, _ordered, queue
 from allot.proto.events import TIERS
 from tests import builders as b
 from tests.builders import fold
@@ -115,7 +115,7 @@ def test_merging_the_queues_gives_the_order_a_full_sort_would(
     events, at = [b.node("n1", 1), b.lost("n1")], 0
     for n, (account, tier, later) in enumerate(submitted):
         at += later
-        events.append(b.submitted(f"j{n}", at=at, account=account, tier=tier))
+        events.append(b.submitted(f"j{n}", 1 + n % 3, at=at, account=account, tier=tier))
     state = fold(*events)
     policy = Policy(order=order, aging_step_ns=HOUR, aging_max_ranks=2, max_age_ns=10 * HOUR)
     now = at + HOUR
@@ -134,6 +134,9 @@ def test_merging_the_queues_gives_the_order_a_full_sort_would(
 
     expected = sorted((state.jobs[j] for j in state.pending), key=documented)
     assert [j.job_id for j in queue(state, now, policy)] == [j.job_id for j in expected]
+    # Filling merges the queues split by size: the same order, of the jobs small enough.
+    small = [j.job_id for j in expected if j.spec.total_gpus <= 2]
+    assert [j.job_id for j in _ordered(state, ranked, now, policy, fits=2)] == small
 
 
 def test_ranks_are_stated_only_by_policies_that_use_fair_share() -> None:
