@@ -8,6 +8,7 @@ and nothing new is appended. Bad input is answered with field errors and appends
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -49,6 +50,7 @@ from allot.services.runtime import Clock, follow_state, stamp
 log = logging.getLogger("allot.intake")
 QUEUE_GROUP = "intake"
 MAX_IN_FLIGHT = 256  # submissions being appended at once
+CATCH_UP_S = 2.0  # how long a refused command waits for the log to be folded
 
 
 def job_id_for(account: str, idempotency_key: str | None) -> str:
@@ -117,6 +119,8 @@ class Intake:
         except msgspec.DecodeError as error:
             return SubmitReply(errors=[decode_error(error)])
         errors = validate_submission(request, self.state)
+        if errors and await self._caught_up():
+            errors = validate_submission(request, self.state)
         known, key_errors = known_submission(request, self.state)
         if errors or key_errors:
             return SubmitReply(errors=errors + key_errors)
@@ -147,6 +151,8 @@ class Intake:
         except msgspec.DecodeError as error:
             return CancelReply(job_id="", errors=[decode_error(error)])
         errors = validate_cancel(request, self.state)
+        if errors and await self._caught_up():
+            errors = validate_cancel(request, self.state)
         if errors:
             return CancelReply(job_id=request.job_id, errors=errors)
         event = JobCancelRequested(
@@ -158,6 +164,23 @@ class Intake:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])
         return CancelReply(job_id=request.job_id, seq=appended.seq)
+
+    async def _caught_up(self) -> bool:
+        """Before refusing a command, fold what the log already holds: the command may
+        follow a write acknowledged elsewhere a moment ago (an account just applied, a job
+        just submitted through another intake). Whether there was anything to fold."""
+        try:
+            target = await self.events.last_seq()
+        except Exception as error:  # refuse on what is known
+            log.warning("could not read the log's end: %s", error)
+            return False
+        if self.state.seq >= target:
+            return False
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CATCH_UP_S):
+                while self.state.seq < target:
+                    await asyncio.sleep(0.005)
+        return True
 
     async def _on_node_command(self, msg: Msg) -> None:
         reply = await self.node_command(msg.data)

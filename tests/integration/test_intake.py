@@ -8,7 +8,15 @@ import pytest
 
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient, CommandError
-from allot.proto.events import JobCancelRequested, JobSpec, JobSubmitted
+from allot.core import apply_record
+from allot.proto.commands import SubmitRequest
+from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    JobCancelRequested,
+    JobSpec,
+    JobSubmitted,
+)
 from allot.proto.subjects import SUBMIT
 from allot.services.intake.app import Intake
 from tests import builders as b
@@ -155,3 +163,24 @@ async def test_racing_submissions_of_different_jobs_under_one_key_make_one_job(
             assert not isinstance(result, BaseException)
             assert result.job_id == event.job_id
             assert request == event.spec
+
+
+async def test_a_submission_sees_an_account_the_log_holds_but_intake_has_not_folded(
+    event_log: EventLog,
+) -> None:
+    # The ledger acknowledged the account before the submission was sent; the intake's
+    # fold has not reached it yet. The intake catches up before it refuses anything.
+    for path in ("lab", "lab/new"):
+        await event_log.append(AccountDefined(meta=b.meta(), path=path, settings=AccountSettings()))
+    service = Intake(event_log)
+    apply_record(service.state, (await event_log.read(1, 1))[0])  # it knows "lab" only
+    assert list(service.state.accounts) == ["lab"]
+    payload = msgspec.json.encode(SubmitRequest(spec=spec(account="lab/new")))
+    submitting = asyncio.create_task(service.submit(payload))  # runs first: it is behind
+    following = asyncio.create_task(service.run())
+    try:
+        reply = await submitting
+    finally:
+        following.cancel()
+    assert reply.errors == []
+    assert [e.spec.account for e in await submissions(event_log)] == ["lab/new"]
