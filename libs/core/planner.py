@@ -410,8 +410,8 @@ class _Ends:
             job = state.jobs[job_id]
             runtime = job.spec.max_runtime_ns
             if runtime is not None:
-                running = job.status == JobStatus.RUNNING and job.started_at is not None
-                end = job.started_at + runtime if running and job.started_at is not None else None
+                started = job.started_at if job.status == JobStatus.RUNNING else None
+                end = None if started is None else started + runtime
                 self.listed.append((end, runtime, job_id, job.placements))
         ordered = sorted((end, job_id, placed) for end, _, job_id, placed in self.listed
                          if end is not None)  # fmt: skip
