@@ -214,13 +214,10 @@ class State:
         self.queues: dict[tuple[str, str], list[tuple[int, str]]] = {}
         # The same by the GPUs a job needs: GPUs -> (tier, account) -> its waiting jobs of
         # that size. A cycle that looks past its depth for jobs that fit what is left merges
-        # only the queues of the sizes that could.
+        # only the queues of the sizes that could, and finds each account's smallest job.
         self.sized_queues: dict[int, dict[tuple[str, str], list[tuple[int, str]]]] = {}
         # Waiting jobs no plan has stated a reason for yet, in log order.
         self.unstated: dict[str, None] = {}
-        # Account -> GPUs its waiting jobs need in all -> how many: whether any is small
-        # enough to reclaim quota with, without looking at each.
-        self.waiting_sizes: dict[str, dict[int, int]] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
         self.accounts: dict[str, AccountSettings] = {}  # path -> settings
         self.job_accounts: dict[str, None] = {}  # every account a job was submitted to
@@ -249,8 +246,6 @@ class State:
         """``job`` waits for a plan (again)."""
         self.pending[job.job_id] = None
         self.unstated[job.job_id] = None
-        sizes = self.waiting_sizes.setdefault(job.spec.account, {})
-        sizes[job.spec.total_gpus] = sizes.get(job.spec.total_gpus, 0) + 1
         entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
         bisect.insort(self.queues.setdefault(group, []), entry)
         sized = self.sized_queues.setdefault(job.spec.total_gpus, {})
@@ -261,12 +256,6 @@ class State:
         if self.pending.pop(job.job_id, False) is False:
             return
         self.unstated.pop(job.job_id, None)
-        sizes = self.waiting_sizes[job.spec.account]
-        sizes[job.spec.total_gpus] -= 1
-        if not sizes[job.spec.total_gpus]:
-            del sizes[job.spec.total_gpus]
-            if not sizes:
-                del self.waiting_sizes[job.spec.account]
         entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
         _unqueue(self.queues, group, entry)
         _unqueue(self.sized_queues[job.spec.total_gpus], group, entry)

@@ -836,6 +836,10 @@ class _Cycle:
         account's smallest waiting job), so a cycle where no queue could skips the scan.
         ``running`` is needed for, and given with, the grounds other than RECLAIM."""
         budgets, best = self.state.budgets, dict[str, Grounds]()
+        smallest: dict[str, int] = {}  # account -> the fewest GPUs one of its jobs needs
+        for gpus in sorted(self.state.sized_queues):
+            for _, account in self.state.sized_queues[gpus]:
+                smallest.setdefault(account, gpus)
         claims = {}
         for tier, account in self.state.queues:
             grounds = best.get(account)
@@ -843,7 +847,7 @@ class _Cycle:
                 standing = self.ranked.get(account)
                 grounds = best[account] = Grounds(
                     funded=bool(budgets) and any(path in budgets for path in ancestry(account)),
-                    reclaims_from=self._reclaims(account, min(self.state.waiting_sizes[account])),
+                    reclaims_from=self._reclaims(account, smallest[account]),
                     under_share=standing is None or not standing.over_share,
                     over_share=over_share,
                     allowed=allowed,
