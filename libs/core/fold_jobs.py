@@ -7,6 +7,7 @@ from allot.core.model import (
     JobStatus,
     State,
     UnbilledRun,
+    bumps,
 )
 from allot.core.quota import needs
 from allot.core.topology import model_of
@@ -326,7 +327,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         if waiting is not None and waiting.status == JobStatus.PENDING:
             waiting.reason = reason
             state.unstated.pop(reason.job_id, None)
-    if e.admissions or e.preemptions or e.holds:
+    if e.admissions or e.preemptions or e.holds:  # only then: most plans only state reasons
         state.holding_version += 1
     state.last_plan_seq = seq
 
@@ -366,31 +367,19 @@ def _admission_problem(state: State, a: Admission) -> str:
     return ""
 
 
-def _changes_holding(rule: FoldRule) -> FoldRule:
-    """A rule that may change what jobs hold, or how a holder runs, bumps
-    ``State.holding_version`` (a plan does so itself, only when it admits, preempts or
-    holds)."""
-
-    def fold(state: State, seq: int, event: Event) -> None:
-        rule(state, seq, event)
-        state.holding_version += 1
-
-    return fold
-
-
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
-    JobRejected: _changes_holding(_rejected),
-    JobCancelRequested: _changes_holding(_cancel_requested),
-    JobCancelled: _changes_holding(_cancelled),
-    JobStarted: _changes_holding(_started),
-    JobCheckpointed: _changes_holding(_checkpointed),
-    JobExited: _changes_holding(_exited),
-    StopRequested: _changes_holding(_stop_requested),
-    KillRequested: _changes_holding(_kill_requested),
+    JobRejected: bumps("holding_version", _rejected),
+    JobCancelRequested: bumps("holding_version", _cancel_requested),
+    JobCancelled: bumps("holding_version", _cancelled),
+    JobStarted: bumps("holding_version", _started),
+    JobCheckpointed: bumps("holding_version", _checkpointed),
+    JobExited: bumps("holding_version", _exited),
+    StopRequested: bumps("holding_version", _stop_requested),
+    KillRequested: bumps("holding_version", _kill_requested),
     GraceTooShort: _grace_too_short,
-    JobPreempted: _changes_holding(_preempted),
-    JobRequeued: _changes_holding(_requeued),
+    JobPreempted: bumps("holding_version", _preempted),
+    JobRequeued: bumps("holding_version", _requeued),
     MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
     PolicyAdopted: _policy_adopted,

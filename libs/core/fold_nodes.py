@@ -7,6 +7,7 @@ from allot.core.model import (
     JobStatus,
     NodeRecord,
     State,
+    bumps,
 )
 from allot.proto.events import (
     Event,
@@ -94,21 +95,11 @@ def _drained(state: State, seq: int, e: NodeDrained) -> None:
     node.drained = True
 
 
-def _changes_nodes(rule: FoldRule) -> FoldRule:
-    """A rule that changes nodes (not what they hold) bumps ``State.nodes_version``."""
-
-    def fold(state: State, seq: int, event: Event) -> None:
-        rule(state, seq, event)
-        state.nodes_version += 1
-
-    return fold
-
-
 RULES: dict[type[Event], FoldRule] = {
-    NodeRegistered: _changes_nodes(_registered),
-    NodeHealthChanged: _changes_nodes(_health),
-    NodeLost: _changes_nodes(_lost),
-    NodeCordoned: _changes_nodes(_cordoned),
-    NodeUncordoned: _changes_nodes(_uncordoned),
-    NodeDrained: _changes_nodes(_drained),
+    NodeRegistered: bumps("nodes_version", _registered),
+    NodeHealthChanged: bumps("nodes_version", _health),
+    NodeLost: bumps("nodes_version", _lost),
+    NodeCordoned: bumps("nodes_version", _cordoned),
+    NodeUncordoned: bumps("nodes_version", _uncordoned),
+    NodeDrained: bumps("nodes_version", _drained),
 }
