@@ -171,12 +171,7 @@ class PlanMemo:
         self.standings = StandingsMemo()
         self.stoppable = StoppableMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
-        self._ends: tuple[tuple[int, int, int], _Ends] | None = None
-        # Reservations made with the same holders: (holders' key, reservation key -> it)
-        self._reservations: tuple[tuple[int, int, int], dict[tuple[object, ...], _Reserved]] = (
-            (0, -1, -1),
-            {},
-        )
+        self._holders: tuple[tuple[int, int, int], _Holders] | None = None
 
     def quota_frame(self, state: State) -> QuotaFrame:
         key = (id(state), state.fair_share_version, state.nodes_version)
@@ -184,18 +179,12 @@ class PlanMemo:
             self._frame = (key, QuotaFrame(state))
         return self._frame[1]
 
-    def ends(self, state: State) -> "_Ends":
+    def holders(self, state: State) -> "_Holders":
+        """What follows from the jobs holding GPUs, kept while they stay as they are."""
         key = (id(state), state.holding_version, state.nodes_version)
-        if self._ends is None or self._ends[0] != key:
-            self._ends = (key, _Ends(state))
-        return self._ends[1]
-
-    def reservations(self, state: State) -> "dict[tuple[object, ...], _Reserved]":
-        """Reservations worked out while the jobs holding GPUs stay as they are."""
-        key = (id(state), state.holding_version, state.nodes_version)
-        if self._reservations[0] != key:
-            self._reservations = (key, {})
-        return self._reservations[1]
+        if self._holders is None or self._holders[0] != key:
+            self._holders = (key, _Holders(state))
+        return self._holders[1]
 
 
 def plan(
@@ -398,6 +387,22 @@ def _quota_refusal(block: QuotaBlock) -> _Refusal:
 _Reserved = tuple[int, list[Placement]] | None  # when it starts and where; None: no estimate
 
 
+class _Holders:
+    """What a cycle works out from the jobs holding GPUs and may reuse while they stay as
+    they are: when they end (worked out once asked), and the reservations made."""
+
+    def __init__(self, state: State):
+        self._state = state
+        self._ends: _Ends | None = None
+        self.reservations: dict[tuple[object, ...], _Reserved] = {}  # see _reservation_key
+
+    @property
+    def ends(self) -> "_Ends":
+        if self._ends is None:
+            self._ends = _Ends(self._state)
+        return self._ends
+
+
 class _Ends:
     """When the jobs holding GPUs end by their declared runtimes, worked out once while
     they hold what they hold: ``listed`` as (the end, or None for a job admitted but not
@@ -446,6 +451,8 @@ class _Cycle:
     ):
         self.state, self.now, self.policy, self.ranked = state, now, policy, ranked
         self.memo = memo
+        # Without a memo, what follows from the holders is still worked out once a cycle.
+        self._holders = memo.holders(state) if memo is not None else _Holders(state)
         self.capacity = Capacity.of(state)
         # GPUs kept for jobs that preempted others: nobody else takes them once free.
         for placements in state.holds.values():
@@ -694,14 +701,12 @@ class _Cycle:
         if not self.policy.backfill:
             return
         releases = self._releases()
-        known = self.memo.reservations(self.state) if self.memo is not None else None
+        known = self._holders.reservations
         key = self._reservation_key(job, models)
-        if known is not None and key in known:
+        if key in known:
             reserved = known[key]
         else:
-            reserved = self._find_reservation(job, models, releases)
-            if known is not None:
-                known[key] = reserved
+            reserved = known[key] = self._find_reservation(job, models, releases)
         if reserved is None:
             return
         starts_at, found = reserved
@@ -773,7 +778,7 @@ class _Cycle:
         """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
         if self._released[0] == len(self.admitted):  # nothing admitted since: the same
             return self._released[1]
-        ends = self.memo.ends(self.state) if self.memo is not None else _Ends(self.state)
+        ends = self._holders.ends
         timed = [a for a in self.admitted if a.job.spec.max_runtime_ns is not None]
         if not timed and ends.timeless(self.now):
             released = ends.released
