@@ -69,11 +69,14 @@ class Intake:
         self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
         self._appending: dict[str, JobSpec] = {}  # job id -> spec appended, not yet folded
+        self._folded = asyncio.Condition()  # notified whenever the fold has caught up
 
     async def run(self) -> None:
         await follow_state(self.events, self.state, self._on_caught_up)
 
     async def _on_caught_up(self) -> None:
+        async with self._folded:
+            self._folded.notify_all()
         for job_id in [j for j in self._appending if j in self.state.jobs]:
             del self._appending[job_id]  # folded: the idempotency index has it now
         # Answer commands only once the log has been read, so idempotency keys and the
@@ -177,9 +180,8 @@ class Intake:
         if self.state.seq >= target:
             return False
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(CATCH_UP_S):
-                while self.state.seq < target:
-                    await asyncio.sleep(0.005)
+            async with asyncio.timeout(CATCH_UP_S), self._folded:
+                await self._folded.wait_for(lambda: self.state.seq >= target)
         return True
 
     async def _on_node_command(self, msg: Msg) -> None:
