@@ -124,6 +124,8 @@ class Planner:
 def policy_from(args: argparse.Namespace) -> Policy:
     """The planning policy the command line asks for; bad values stop the planner at once."""
     window = parse_duration(args.usage_window) if args.usage_window else None
+    if args.aging_max < 0:
+        raise ValueError(f"--aging-max={args.aging_max}: the ranks aging lifts, 0 or more")
     return Policy(
         fair_share=FairSharePolicy(half_life_ns=parse_duration(args.half_life), window_ns=window),
         aging_step_ns=parse_duration(args.aging_step),

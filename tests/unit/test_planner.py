@@ -1,4 +1,5 @@
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -180,6 +181,8 @@ def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
         half_life="7d", usage_window=None, aging_step="1h", aging_max=4, no_backfill=False
     )
     assert policy_from(args) == DEFAULT_POLICY
+    with pytest.raises(ValueError, match="--aging-max=-1"):
+        policy_from(argparse.Namespace(**{**vars(args), "aging_max": -1}))
     windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
     assert windowed.fair_share.window_ns == 3 * 24 * 3600 * 10**9
     assert policy_hash(windowed) != policy_hash(DEFAULT_POLICY)
