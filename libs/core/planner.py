@@ -58,6 +58,7 @@ from allot.core.preemption import (
     Grounds,
     Stoppable,
     StoppableMemo,
+    Victim,
     candidates,
     choose,
     could_claim,
@@ -71,6 +72,7 @@ from allot.proto.events import (
     AccountRank,
     Admission,
     Hold,
+    JobSpec,
     PendingReason,
     Placement,
     Preemption,
@@ -922,7 +924,7 @@ class _Cycle:
             )
             for held in own.held if own else []:  # what is held for it is its to use
                 self.capacity.give(held.node_id, held.gpus)
-            found = choose(self.capacity, spec, models, [victim for victim, _ in owed])
+            found = self._choose(spec, models, owed, over_share)
             for held in own.held if own else []:
                 # Held still, for this cycle: jobs behind it were told so (RESERVED_FOR).
                 # Next cycle the hold alone speaks for it.
@@ -947,6 +949,31 @@ class _Cycle:
                 self.waiting.append(stopping)
             else:
                 self.waiting[n] = stopping
+
+    def _choose(
+        self,
+        spec: JobSpec,
+        models: list[str],
+        owed: list[tuple[Victim, str]],
+        over_share: frozenset[str],
+    ) -> tuple[list[Victim], list[Placement]] | None:
+        """The cheapest victims among those ``owed``. Where the policy ranks by fair share,
+        quota is reclaimed from borrowers over their share when they suffice, and from
+        those under it only when they do not (as Kueue's fair sharing reclaims from the
+        queue most over its share first). A borrower under its share holds its GPUs
+        because it ranked first; by cost alone it would be the first stopped, its jobs
+        being the ones that started last, and it would never get what it is owed."""
+        jobs = self.state.jobs
+        spared = [
+            victim
+            for victim, code in owed
+            if code != RECLAIM or jobs[victim.job_id].spec.account in over_share
+        ]
+        if self.ranked and len(spared) < len(owed):
+            found = choose(self.capacity, spec, models, spared)
+            if found is not None:
+                return found
+        return choose(self.capacity, spec, models, [victim for victim, _ in owed])
 
     def _short_of_room(
         self,

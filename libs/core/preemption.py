@@ -7,7 +7,8 @@ A running job may be stopped for a waiting one when (codes in ``Preemption.code`
   best-effort, R7);
 - ``FUNDED``: the waiting job would be funded and the running one is not (R8);
 - ``RECLAIM``: the waiting job's account is within its nominal quota and the running one's
-  account, in the same cohort, holds more than its own (R2);
+  account, in the same cohort, holds more than its own (R2); where the policy ranks by
+  fair share, the planner spares borrowers under their share when others suffice;
 - ``FAIR_SHARE``: the running job can resume, has run past its minimum runtime and the
   policy's time slice, and its account is over its fair share while the waiting one's is
   not (R13);

@@ -320,6 +320,35 @@ def test_a_lender_reclaims_with_a_job_inside_its_quota_even_behind_one_that_is_n
     ]
 
 
+def test_quota_is_reclaimed_from_a_borrower_over_its_share_before_a_cheaper_one_under_it() -> None:
+    """b's job started a minute ago and is the cheapest to stop; but b, under its fair
+    share, holds its GPUs because it ranked first, while c is over its share."""
+    accounts = [AccountDefined(meta=b.meta(), path="lab", settings=AccountSettings())] + [
+        AccountDefined(meta=b.meta(), path=f"lab/{name}",
+                       settings=AccountSettings(quota={"gpu": quota}))
+        for name, quota in (("a", 2), ("b", 1), ("c", 1))
+    ]  # fmt: skip
+    under = running("under", "n1", [0, 1], ran=60 * S, account="lab/b")  # 1 beyond its quota
+    over = running("over", "n2", [0, 1], ran=10 * HOUR, account="lab/c")  # 1 beyond too
+    charged = UsageCharged(
+        meta=b.meta(NOW - HOUR), path="lab/c", job_id="over", attempt=0,
+        from_ns=NOW - 10 * HOUR, to_ns=NOW - HOUR, gpu_ms=2 * 9 * 3_600_000,
+    )  # fmt: skip
+    lender = b.submitted("lender", 2, account="lab/a", at=NOW - S)
+    nodes = [b.node("n1", 2), b.node("n2", 2)]
+
+    state = fold(*nodes, *accounts, *under, *over, charged, lender)
+    assert cost_of(state.jobs["under"], NOW, 60_000) < cost_of(state.jobs["over"], NOW, 60_000)
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in decided.preemptions] == [("over", "RECLAIM")]
+
+    # With no borrower over its share, the lender still gets its quota back, the cheapest way.
+    uncharged = fold(*nodes, *accounts, *under, *over, lender)
+    assert [(p.job_id, p.code) for p in plan(uncharged, NOW, DEFAULT_POLICY).preemptions] == [
+        ("under", "RECLAIM")
+    ]
+
+
 def test_an_account_over_its_share_yields_a_resumable_job_past_its_time_slice() -> None:
     def hog_and_owed(ran: int) -> State:
         """x's resumable job has run ``ran`` and been charged for all but the last hour;
