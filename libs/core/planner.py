@@ -961,19 +961,21 @@ class _Cycle:
         quota is reclaimed from borrowers over their share when they suffice, and from
         those under it only when they do not (as Kueue's fair sharing reclaims from the
         queue most over its share first). A borrower under its share holds its GPUs
-        because it ranked first; by cost alone it would be the first stopped, its jobs
-        being the ones that started last, and it would never get what it is owed."""
-        jobs = self.state.jobs
-        spared = [
-            victim
-            for victim, code in owed
-            if code != RECLAIM or jobs[victim.job_id].spec.account in over_share
-        ]
-        if self.ranked and len(spared) < len(owed):
-            found = choose(self.capacity, spec, models, spared)
-            if found is not None:
-                return found
-        return choose(self.capacity, spec, models, [victim for victim, _ in owed])
+        because it ranked first; by cost alone its jobs, having started last, would be
+        the first stopped."""
+        victims = [victim for victim, _ in owed]
+        if self.ranked:
+            jobs = self.state.jobs
+            preferred = [
+                victim
+                for victim, code in owed
+                if code != RECLAIM or jobs[victim.job_id].spec.account in over_share
+            ]
+            if preferred and len(preferred) < len(victims):
+                found = choose(self.capacity, spec, models, preferred)
+                if found is not None:
+                    return found
+        return choose(self.capacity, spec, models, victims)
 
     def _short_of_room(
         self,
