@@ -538,6 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", default="canonical", help="canonical (default), philly, alibaba, allot-log"
     )
     sim.add_argument("--cluster", default="24x8", help="NODESxGPUS (default 24x8)")
+    sim.add_argument(
+        "--node-events",
+        metavar="FILE",
+        help="node failures: a CSV of node,down_s,up_s (node: its index in the cluster, from "
+        "0; up_s empty: it never came back); an allot-log trace carries its own",
+    )
     sim.add_argument("--policy", default="allot", help="fifo, priority, kueue, slurm, allot")
     sim.add_argument("--compare", metavar="P1,P2,...", help="run several policies side by side")
     sim.add_argument("--seed", type=int, default=1, help="for what the trace does not say")

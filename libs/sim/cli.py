@@ -10,13 +10,22 @@ from typing import Any
 from allot.sim.policies import POLICIES
 from allot.sim.report import ReportError, write_report
 from allot.sim.simulator import Settings, run_policy
-from allot.sim.trace import Fill, TraceError, filled, load
+from allot.sim.trace import (
+    Fill,
+    NodeOutage,
+    TraceError,
+    check_outages,
+    filled,
+    load,
+    load_outages,
+    read_outages,
+)
 
 SHOWN = (
     "occupancy", "owed_delivered_overall", "owed_delivered_min_account",
     "jain_owed_delivered", "wait_p50_s", "wait_p90_s", "wait_p99_s", "debug_wait_p90_s",
     "max_wait_least_served_s", "preemptions_per_hour", "lost_gpu_hours_per_preemption",
-    "mean_jct_s", "makespan_s", "sim_wall_s",
+    "node_failures", "lost_gpu_hours_to_failures", "mean_jct_s", "makespan_s", "sim_wall_s",
 )  # fmt: skip
 
 
@@ -40,15 +49,19 @@ def cmd_sim(args: argparse.Namespace) -> int:
     fill = Fill(seed=args.seed)
     try:
         jobs = filled(load(Path(args.trace), args.format), fill)
+        outages = _outages(args, settings)
     except TraceError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     if args.limit:
         jobs = jobs[: args.limit]
-    print(f"{len(jobs)} jobs; {fill.describe()}", file=sys.stderr)
+    failures = f"; {len(outages)} node failures" if outages else ""
+    print(f"{len(jobs)} jobs{failures}; {fill.describe()}", file=sys.stderr)
     runs = []
     for name in names:
-        result, outcomes = run_policy(jobs, settings, POLICIES[name], name, _bar(name))
+        result, outcomes = run_policy(
+            jobs, settings, POLICIES[name], name, _bar(name), outages=outages
+        )
         result["fill"] = fill.describe()
         runs.append((result, outcomes))
     results = [result for result, _ in runs]
@@ -65,6 +78,19 @@ def cmd_sim(args: argparse.Namespace) -> int:
             return 2
         print(f"report: {page}", file=sys.stderr)
     return 0
+
+
+def _outages(args: argparse.Namespace, settings: Settings) -> list[NodeOutage]:
+    """The node failures of the trace, or of ``--node-events``: not both."""
+    own = load_outages(Path(args.trace), args.format)
+    if args.node_events and own:
+        raise TraceError(
+            f"--node-events {args.node_events}: the trace {args.trace} carries its own node "
+            "failures; give one or the other"
+        )
+    outages = read_outages(Path(args.node_events)) if args.node_events else own
+    check_outages(outages, settings.nodes)
+    return outages
 
 
 def _bar(name: str) -> Callable[[int, int], None] | None:

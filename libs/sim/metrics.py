@@ -12,6 +12,9 @@
   wait of the worst-served account.
 - ``preemptions_per_hour`` over the makespan, ``lost_gpu_hours_per_preemption``,
   ``mean_jct_s`` over finished jobs, ``makespan_s`` from the first submission to the end.
+- ``node_failures``: runs cut off by a failed node; ``lost_gpu_hours_to_failures``: the work
+  they lost. While nodes are down (``down``), the GPUs available, to use and to owe, are
+  fewer.
 """
 
 import itertools
@@ -34,7 +37,9 @@ class JobOutcome(msgspec.Struct, kw_only=True):
     end_s: float | None = None  # None: not finished when the run ended
     runs: list[tuple[float, float]] = []  # when it held GPUs
     preemptions: int = 0
-    lost_gpu_s: float = 0.0
+    lost_gpu_s: float = 0.0  # to preemptions
+    failures: int = 0  # runs cut off by a failed node
+    failure_lost_gpu_s: float = 0.0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -52,11 +57,14 @@ def compute(
     end_s: float,
     shares: dict[str, float] | None = None,
     wall_s: float = 0.0,
+    down: list[tuple[float, float, int]] | None = None,
 ) -> dict[str, Any]:
-    """Every metric for one run ending at ``end_s`` on ``gpus`` GPUs."""
+    """Every metric for one run ending at ``end_s`` on ``gpus`` GPUs, of which those of
+    ``down`` were not there: (from, until, GPUs) for each node while it was down."""
     accounts = sorted({o.account for o in outcomes})
     weights = {a: (shares or {}).get(a, 1.0) for a in accounts}
-    owed, delivered = _owed_delivered(outcomes, gpus, end_s, weights)
+    down = [(start, min(until, end_s), n) for start, until, n in down or [] if start < end_s]
+    owed, delivered = _owed_delivered(outcomes, gpus, end_s, weights, down)
     ratio = {a: delivered[a] / owed[a] if owed[a] else 1.0 for a in accounts}
     least = min(accounts, key=lambda a: (ratio[a], a)) if accounts else None
     waits = {o.job_id: _wait(o, end_s) for o in outcomes}
@@ -68,7 +76,7 @@ def compute(
         "policy": policy,
         "jobs": len(outcomes),
         "gpus": gpus,
-        "occupancy": _occupancy(outcomes, gpus, end_s),
+        "occupancy": _occupancy(outcomes, gpus, end_s, down),
         "owed_delivered_overall": sum(delivered.values()) / sum(owed.values())
         if sum(owed.values())
         else 1.0,
@@ -85,6 +93,8 @@ def compute(
         "lost_gpu_hours_per_preemption": sum(o.lost_gpu_s for o in outcomes) / HOUR_S / preemptions
         if preemptions
         else 0.0,
+        "node_failures": sum(o.failures for o in outcomes),
+        "lost_gpu_hours_to_failures": sum(o.failure_lost_gpu_s for o in outcomes) / HOUR_S,
         "mean_jct_s": sum(completion) / len(completion) if completion else 0.0,
         "makespan_s": makespan,
         "sim_wall_s": wall_s,
@@ -117,25 +127,32 @@ def _jain(values: list[float]) -> float:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
-def _occupancy(outcomes: Iterable[JobOutcome], gpus: int, end_s: float) -> float:
+def _occupancy(
+    outcomes: Iterable[JobOutcome], gpus: int, end_s: float, down: list[tuple[float, float, int]]
+) -> float:
     """GPU-seconds in use while some job waits, over GPU-seconds available then."""
-    changes: list[tuple[float, int, int]] = []  # (time, waiting delta, GPUs-in-use delta)
+    # (time, waiting delta, GPUs-in-use delta, GPUs-available delta)
+    changes: list[tuple[float, int, int, int]] = []
     for o in outcomes:
         for begin, until in _waiting(o, end_s):
-            changes += [(begin, 1, 0), (until, -1, 0)]
+            changes += [(begin, 1, 0, 0), (until, -1, 0, 0)]
         for s, e in o.runs:
-            changes += [(s, 0, o.gpus), (min(e, end_s), 0, -o.gpus)]
+            changes += [(s, 0, o.gpus, 0), (min(e, end_s), 0, -o.gpus, 0)]
+    for start, until, n in down:
+        changes += [(start, 0, 0, -n), (until, 0, 0, n)]
     changes.sort()
     waiting = used = 0
+    available = gpus
     busy_gpu_s = available_gpu_s = 0.0
     last = changes[0][0] if changes else 0.0
-    for at, dw, du in changes:
+    for at, dw, du, da in changes:
         if waiting > 0 and at > last:
             busy_gpu_s += used * (at - last)
-            available_gpu_s += gpus * (at - last)
+            available_gpu_s += available * (at - last)
         last = at
         waiting += dw
         used += du
+        available += da
     return busy_gpu_s / available_gpu_s if available_gpu_s else 1.0
 
 
@@ -153,9 +170,19 @@ def _waiting(o: JobOutcome, end_s: float) -> list[tuple[float, float]]:
 
 
 def _owed_delivered(
-    outcomes: list[JobOutcome], gpus: int, end_s: float, weights: dict[str, float]
+    outcomes: list[JobOutcome],
+    gpus: int,
+    end_s: float,
+    weights: dict[str, float],
+    down: list[tuple[float, float, int]],
 ) -> tuple[dict[str, float], dict[str, float]]:
     """GPU-seconds owed and delivered per account, hour by hour."""
+    missing: dict[int, float] = {}  # hour -> GPU-seconds of nodes that were down
+    for start, until, n in down:
+        for hour in range(int(start // HOUR_S), int(until // HOUR_S) + 1):
+            within = min(until, (hour + 1) * HOUR_S) - max(start, hour * HOUR_S)
+            if within > 0:
+                missing[hour] = missing.get(hour, 0.0) + n * within
     demand: dict[int, dict[str, float]] = {}
     # Whole hours a job wants its GPUs through, as changes in GPUs wanted per account:
     # a job that waits months adds two entries, not thousands.
@@ -182,8 +209,9 @@ def _owed_delivered(
             for whole in range(hour, after):
                 _want(demand, whole, account, wanted * HOUR_S)
     owed = dict.fromkeys(weights, 0.0)
-    for _, wanted_now in sorted(demand.items()):
-        for account, amount in _water_fill(gpus * HOUR_S, wanted_now, weights).items():
+    for hour, wanted_now in sorted(demand.items()):
+        capacity = gpus * HOUR_S - missing.get(hour, 0.0)
+        for account, amount in _water_fill(capacity, wanted_now, weights).items():
             owed[account] += amount
     return owed, delivered
 

@@ -12,7 +12,12 @@ every hour of virtual time and when a run ends. The model of a job:
   a job that cannot resume loses its work and ends (Allot requeues only resumable jobs);
 - a job no block of the cluster could ever hold is refused at arrival, as intake refuses
   it, and left out of the metrics (counted as ``refused``);
-- stopping takes ``stop_s`` of virtual time (saving a checkpoint), at most its grace.
+- stopping takes ``stop_s`` of virtual time (saving a checkpoint), at most its grace;
+- when a node fails (a ``NodeOutage`` of the trace) its jobs are cut off without warning,
+  as ``NodeLost`` says: a resumable job keeps the progress of its last checkpoint (one
+  every ``checkpoint_interval_s`` of its run) and is requeued, paying the restart overhead
+  again; a job that cannot resume loses its work and ends. The node takes work again
+  once it is back.
 
 Seeded and deterministic: no wall clock or unseeded randomness decides anything.
 """
@@ -43,6 +48,7 @@ from allot.proto.events import (
     JobStarted,
     JobSubmitted,
     Meta,
+    NodeLost,
     NodeRegistered,
     PlanComputed,
     PolicyAdopted,
@@ -50,7 +56,7 @@ from allot.proto.events import (
     UsageCharged,
 )
 from allot.sim.metrics import JobOutcome, compute
-from allot.sim.trace import TraceJob
+from allot.sim.trace import NodeOutage, TraceJob
 
 S = 10**9
 HOUR_NS = 3600 * S
@@ -75,7 +81,12 @@ class _Run(msgspec.Struct, kw_only=True):
 
 class Simulator:
     def __init__(
-        self, jobs: list[TraceJob], settings: Settings, policy: Policy, record: bool = False
+        self,
+        jobs: list[TraceJob],
+        settings: Settings,
+        policy: Policy,
+        record: bool = False,
+        outages: list[NodeOutage] | None = None,
     ):
         self.settings, self.policy = settings, policy
         self.policy_hash = policy_hash(policy)
@@ -115,18 +126,11 @@ class Simulator:
         for job in jobs:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
         for n in range(settings.nodes):
-            node = f"n{n:04d}"
-            gpus = [
-                GpuInfo(index=i, model="SIM", memory_mib=81920)
-                for i in range(settings.gpus_per_node)
-            ]
-            self._add(
-                NodeRegistered(
-                    meta=self._meta(), node_id=node, hostname=node, gpus=gpus,
-                    labels={"rack": f"r{n // settings.rack_size:03d}"},
-                    nvlink_islands=[list(range(settings.gpus_per_node))],
-                )
-            )  # fmt: skip
+            self._on_up(node_name(n))
+        for outage in outages or []:
+            self._at(int(outage.down_s * S), "down", node_name(outage.node))
+            if outage.up_s is not None:
+                self._at(int(outage.up_s * S), "up", node_name(outage.node))
         self._at(HOUR_NS, "account", "")
 
     def run(
@@ -211,6 +215,8 @@ class Simulator:
 
     def _on_stopped(self, job_id: str) -> None:
         record, run = self.state.jobs[job_id], self.runs[job_id]
+        if record.status != JobStatus.RUNNING or record.stop is None:
+            return  # its node failed while it stopped: that ended this attempt
         asked = record.stop.meta.at if record.stop is not None else self.now
         began = run.started_ns if run.started_ns is not None else asked
         worked = (asked - began) / S  # its progress when SIGTERM came
@@ -244,6 +250,43 @@ class Simulator:
             self._add(JobRequeued(meta=self._meta(), job_id=job_id, reason="preempted"))
         else:
             self._ended(run)  # its work is lost; it ends
+
+    def _on_down(self, node_id: str) -> None:
+        """The node fails: its jobs lose what they did since their last checkpoint."""
+        node = self.state.nodes[node_id]
+        if node.lost:
+            return
+        cut_off = sorted(set(node.allocated.values()))
+        for job_id in cut_off:
+            self._charge(job_id)  # while the attempt is still the one that ran
+        self._add(NodeLost(meta=self._meta(), node_id=node_id, last_seen_ns=self.now, timeout_ns=0))
+        for job_id in cut_off:
+            run = self.runs[job_id]
+            began = run.started_ns if run.started_ns is not None else self.now
+            worked, overhead = (self.now - began) / S, self._overhead(run)
+            self._ran(run)
+            run.outcome.failures += 1
+            interval = run.trace.checkpoint_interval_s
+            if run.trace.resumable:
+                saved = worked // interval * interval if interval else 0.0  # last checkpoint
+                run.done_s = min(run.done_s + max(0.0, saved - overhead), run.trace.duration_s)
+                lost = worked - saved + self.settings.restart_overhead_s
+            else:
+                lost = worked
+                self._ended(run)
+            run.outcome.failure_lost_gpu_s += run.outcome.gpus * lost
+
+    def _on_up(self, node_id: str) -> None:
+        """The node registers, at the start or back from a failure: it takes work again."""
+        n, per_node = int(node_id[1:]), self.settings.gpus_per_node  # named by node_name(n)
+        gpus = [GpuInfo(index=i, model="SIM", memory_mib=81920) for i in range(per_node)]
+        self._add(
+            NodeRegistered(
+                meta=self._meta(), node_id=node_id, hostname=node_id, gpus=gpus,
+                labels={"rack": f"r{n // self.settings.rack_size:03d}"},
+                nvlink_islands=[list(range(per_node))],
+            )
+        )  # fmt: skip
 
     def _on_account(self, _: str) -> None:
         for job_id in sorted(self.state.holding):
@@ -298,7 +341,9 @@ class Simulator:
     # --- bookkeeping ---
 
     def _overhead(self, run: _Run) -> float:
-        return self.settings.restart_overhead_s if run.outcome.preemptions else 0.0
+        """What starting its run costs: a restart's overhead after a preemption or failure."""
+        restarted = run.outcome.preemptions or run.outcome.failures
+        return self.settings.restart_overhead_s if restarted else 0.0
 
     def _ended(self, run: _Run) -> None:
         run.outcome.end_s = self.now / S
@@ -338,9 +383,19 @@ class Simulator:
         heapq.heappush(self._queue, (when, next(self._order), kind, job_id, attempt))
 
 
-def simulate(jobs: list[TraceJob], settings: Settings, policy: Policy, name: str) -> dict[str, Any]:
+def node_name(index: int) -> str:
+    return f"n{index:04d}"
+
+
+def simulate(
+    jobs: list[TraceJob],
+    settings: Settings,
+    policy: Policy,
+    name: str,
+    outages: list[NodeOutage] | None = None,
+) -> dict[str, Any]:
     """Run the trace under ``policy``; the metrics of ``allot.sim.metrics``."""
-    return run_policy(jobs, settings, policy, name)[0]
+    return run_policy(jobs, settings, policy, name, outages=outages)[0]
 
 
 def run_policy(
@@ -349,13 +404,18 @@ def run_policy(
     policy: Policy,
     name: str,
     progress: Callable[[int, int], None] | None = None,
+    outages: list[NodeOutage] | None = None,
 ) -> tuple[dict[str, Any], list[JobOutcome]]:
     """The metrics of a run, and what happened to each job (for plots)."""
     started = time.perf_counter()
-    simulator = Simulator(jobs, settings, policy)
+    simulator = Simulator(jobs, settings, policy, outages=outages)
     outcomes, end_s = simulator.run(progress)
     wall = time.perf_counter() - started
+    down = [
+        (o.down_s, o.up_s if o.up_s is not None else end_s, settings.gpus_per_node)
+        for o in outages or []
+    ]
     gpus = settings.nodes * settings.gpus_per_node
-    result = compute(name, outcomes, gpus, end_s, wall_s=wall)
+    result = compute(name, outcomes, gpus, end_s, wall_s=wall, down=down)
     result["refused"] = len(simulator.refused)
     return result, outcomes

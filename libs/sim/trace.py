@@ -15,6 +15,11 @@ printed with the results, because a simulation is only as honest as what it assu
   ``checkpoint_interval_s``.
 - ``max_runtime_s``: the duration rounded up to whole hours, as users declare it.
 
+Node failures, where a trace has them, are outages of the simulated cluster's nodes: a
+canonical node-events CSV (``node,down_s[,up_s]``: the node's index in the cluster from 0,
+when it went down and, unless it never came back, when it was back), or, in an exported
+Allot log, each ``NodeLost`` until the node registered again.
+
 Loaders: ``allot-log`` (an exported Allot log: what a what-if on real history replays),
 ``canonical``, ``philly`` (Microsoft Philly as processed for Pollux: submit time,
 duration, GPUs, virtual cluster as the account) and ``alibaba`` (the 2023 GPU-sharing pods:
@@ -24,6 +29,7 @@ deletion time are left out).
 
 import csv
 import datetime
+import itertools
 import random
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,7 +37,14 @@ from pathlib import Path
 import msgspec
 
 from allot.client.logfile import LogFileError, read_log
-from allot.proto.events import JobExited, JobStarted, JobSubmitted
+from allot.proto.events import (
+    Event,
+    JobExited,
+    JobStarted,
+    JobSubmitted,
+    NodeLost,
+    NodeRegistered,
+)
 
 HOUR_S = 3600
 
@@ -48,6 +61,15 @@ class TraceJob(msgspec.Struct, frozen=True, kw_only=True):
     max_runtime_s: float | None = None
     checkpoint_interval_s: float | None = None
     workers: int = 1
+
+
+class NodeOutage(msgspec.Struct, frozen=True, kw_only=True):
+    """Node ``node`` of the cluster (its index, from 0) down from ``down_s`` until ``up_s``
+    (None: for good)."""
+
+    node: int
+    down_s: float
+    up_s: float | None = None
 
 
 class Fill(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,6 +132,42 @@ def load(path: Path, fmt: str) -> list[TraceJob]:
     if fmt not in loaders:
         raise TraceError(f"--format {fmt!r}: one of {', '.join(sorted(loaders))}")
     return loaders[fmt](path)
+
+
+def load_outages(path: Path, fmt: str) -> list[NodeOutage]:
+    """The node failures a trace of ``fmt`` carries: only an exported Allot log has them."""
+    return read_log_outages(path) if fmt == "allot-log" else []
+
+
+def read_outages(path: Path) -> list[NodeOutage]:
+    """A canonical node-events CSV, sorted by node and time; one node's outages may not
+    overlap."""
+    outages = []
+    for line, row in _rows(path, {"node", "down_s"}):
+        node = _number(path, line, row, "node")
+        if node != int(node):
+            raise TraceError(f"{path}:{line}: node={row['node']!r} is not a node index (0, 1, ...)")
+        down, up = _number(path, line, row, "down_s"), _optional(path, line, row, "up_s")
+        if up is not None and up <= down:
+            raise TraceError(f"{path}:{line}: up_s={up:g} must be after down_s={down:g}")
+        outages.append((line, NodeOutage(node=int(node), down_s=down, up_s=up)))
+    outages.sort(key=lambda lo: (lo[1].node, lo[1].down_s))
+    for (_, before), (line, after) in itertools.pairwise(outages):
+        if before.node == after.node and (before.up_s is None or after.down_s < before.up_s):
+            raise TraceError(
+                f"{path}:{line}: node {after.node} is still down at down_s={after.down_s:g}"
+            )
+    return [outage for _, outage in outages]
+
+
+def check_outages(outages: list[NodeOutage], nodes: int) -> None:
+    """Every outage names a node of a cluster of ``nodes``."""
+    for outage in outages:
+        if outage.node >= nodes:
+            raise TraceError(
+                f"node events: node={outage.node} is not in a cluster of {nodes} nodes (0 to "
+                f"{nodes - 1}); --cluster needs at least {outage.node + 1}"
+            )
 
 
 def _rows(path: Path, required: set[str]) -> Iterable[tuple[int, dict[str, str]]]:
@@ -224,25 +282,34 @@ def read_alibaba(path: Path) -> list[TraceJob]:
     return jobs
 
 
+def _log_events(path: Path) -> list[Event]:
+    try:
+        return [record.event for record in read_log(path) if record.event is not None]
+    except LogFileError as error:
+        raise TraceError(str(error)) from None
+
+
+def _origin(events: list[Event]) -> int:
+    """The trace's time 0: the log's first submission."""
+    return min((e.meta.at for e in events if isinstance(e, JobSubmitted)), default=0)
+
+
 def read_allot_log(path: Path) -> list[TraceJob]:
     """The jobs of an exported Allot log as they were asked for, with the time they ran
     as their duration: jobs that never ran, or are still running, are left out."""
     submitted: dict[str, JobSubmitted] = {}
     started: dict[tuple[str, int], int] = {}
     ran: dict[str, float] = {}
-    try:
-        for record in read_log(path):
-            event = record.event
-            if isinstance(event, JobSubmitted):
-                submitted[event.job_id] = event
-            elif isinstance(event, JobStarted):
-                started.setdefault((event.job_id, event.attempt), event.meta.at)
-            elif isinstance(event, JobExited) and (event.job_id, event.attempt) in started:
-                began = started.pop((event.job_id, event.attempt))
-                ran[event.job_id] = ran.get(event.job_id, 0.0) + (event.meta.at - began) / 1e9
-    except LogFileError as error:
-        raise TraceError(str(error)) from None
-    origin = min((e.meta.at for e in submitted.values()), default=0)
+    events = _log_events(path)
+    for event in events:
+        if isinstance(event, JobSubmitted):
+            submitted[event.job_id] = event
+        elif isinstance(event, JobStarted):
+            started.setdefault((event.job_id, event.attempt), event.meta.at)
+        elif isinstance(event, JobExited) and (event.job_id, event.attempt) in started:
+            began = started.pop((event.job_id, event.attempt))
+            ran[event.job_id] = ran.get(event.job_id, 0.0) + (event.meta.at - began) / 1e9
+    origin = _origin(events)
     jobs = []
     for job_id, event in submitted.items():
         if job_id not in ran:
@@ -266,3 +333,34 @@ def read_allot_log(path: Path) -> list[TraceJob]:
             )
         )
     return jobs
+
+
+def read_log_outages(path: Path) -> list[NodeOutage]:
+    """The node failures of an exported Allot log: each node (numbered in the order nodes
+    first registered) down from when it was last heard from until it registered again.
+    Times count from the log's first submission; an outage over before it is left out."""
+    events = _log_events(path)
+    origin = _origin(events)
+    index: dict[str, int] = {}
+    down: dict[str, int] = {}  # node -> when it was last heard from
+    outages = []
+    for event in events:
+        if isinstance(event, NodeRegistered):
+            index.setdefault(event.node_id, len(index))
+            if event.node_id in down:
+                outages.append(_outage(index[event.node_id], down.pop(event.node_id),
+                                       event.meta.at, origin))  # fmt: skip
+        elif isinstance(event, NodeLost) and event.node_id in index:
+            down.setdefault(event.node_id, event.last_seen_ns)
+    outages += [_outage(index[node], since, None, origin) for node, since in down.items()]
+    return sorted(
+        (o for o in outages if o.up_s is None or o.up_s > 0), key=lambda o: (o.node, o.down_s)
+    )
+
+
+def _outage(node: int, down_ns: int, up_ns: int | None, origin: int) -> NodeOutage:
+    return NodeOutage(
+        node=node,
+        down_s=max(0.0, (down_ns - origin) / 1e9),
+        up_s=None if up_ns is None else (up_ns - origin) / 1e9,
+    )

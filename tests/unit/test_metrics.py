@@ -62,3 +62,26 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentile([5, 1, 3, 2, 4], 50) == 3
     assert percentile([5, 1, 3, 2, 4], 90) == 5
     assert percentile([], 90) == 0
+
+
+def test_gpus_of_a_node_that_is_down_are_neither_available_nor_owed() -> None:
+    # Two GPUs, one of them down for the first 100 s: the 1-GPU job running then used
+    # every GPU there was while the other waited.
+    outcomes = [
+        JobOutcome(job_id="A", account="a", tier="batch", gpus=1, submit_s=0, first_start_s=0,
+                   end_s=100, runs=[(0, 100)]),
+        JobOutcome(job_id="B", account="a", tier="batch", gpus=2, submit_s=0,
+                   first_start_s=100, end_s=200, runs=[(100, 200)]),
+    ]  # fmt: skip
+    assert compute("t", outcomes, gpus=2, end_s=200, down=[(0, 100, 1)])["occupancy"] == 1.0
+    assert compute("t", outcomes, gpus=2, end_s=200)["occupancy"] == pytest.approx(0.5)
+    # One GPU, down the first half hour: the job wanting it all hour was owed only the
+    # half hour there was, and got it.
+    wants = [
+        JobOutcome(job_id="C", account="c", tier="batch", gpus=1, submit_s=0,
+                   first_start_s=H / 2, end_s=H, runs=[(H / 2, H)]),
+    ]  # fmt: skip
+    m = compute("t", wants, gpus=1, end_s=H, down=[(0, H / 2, 1)])
+    assert m["per_account"]["c"]["owed_gpu_hours"] == pytest.approx(0.5)
+    assert m["owed_delivered_min_account"] == pytest.approx(1.0)
+    assert compute("t", wants, gpus=1, end_s=H)["owed_delivered_min_account"] == pytest.approx(0.5)

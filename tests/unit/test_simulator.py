@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from allot.core.replay import verify
 from allot.proto.subjects import subject_for
 from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
-from allot.sim.trace import Fill, TraceJob, filled
+from allot.sim.trace import Fill, NodeOutage, TraceJob, filled
 
 
 def trace(*jobs: tuple[str, float, float, int, str], tier: str | None = None) -> list[TraceJob]:
@@ -54,6 +55,61 @@ def test_an_interactive_job_preempts_a_resumable_batch_job_which_resumes() -> No
     assert train.runs[1] == (170.0, 170.0 + 900 + 60)
     assert (train.preemptions, train.lost_gpu_s) == (1, 2 * 60)
     assert end == train.runs[1][1]
+
+
+def test_a_node_failure_costs_work_since_the_last_checkpoint_or_all_of_it() -> None:
+    """Both nodes fail at 250 s and are back at 400 s. The resumable job checkpointed at
+    100 and 200 s: it resumes from there once its node is back, paying the restart again.
+    The other cannot resume: its 250 s of work are lost and it ends."""
+    jobs = [
+        TraceJob(job_id="ckpt", submit_s=0, duration_s=1000, gpus=1, account="x", tier="batch",
+                 resumable=True, checkpoint_interval_s=100),
+        TraceJob(job_id="plain", submit_s=0, duration_s=1000, gpus=1, account="x",
+                 tier="batch", resumable=False),
+    ]  # fmt: skip
+    sim = Settings(nodes=2, gpus_per_node=1, restart_overhead_s=60)
+    outages = [NodeOutage(node=n, down_s=250, up_s=400) for n in (0, 1)]
+    outcomes, end = Simulator(filled(jobs, Fill()), sim, DEFAULT_POLICY, outages=outages).run()
+    ckpt, plain = sorted(outcomes, key=lambda o: o.job_id)
+    assert ckpt.runs == [(0.0, 250.0), (400.0, 400.0 + 800 + 60)]
+    assert (ckpt.failures, ckpt.failure_lost_gpu_s, ckpt.preemptions) == (1, 50 + 60, 0)
+    assert (plain.runs, plain.end_s, plain.failures, plain.failure_lost_gpu_s) == (
+        [(0.0, 250.0)],
+        250.0,
+        1,
+        250.0,
+    )
+    assert end == 1260.0
+    metrics = simulate(filled(jobs, Fill()), sim, DEFAULT_POLICY, "allot", outages=outages)
+    assert metrics["node_failures"] == 2
+    assert metrics["lost_gpu_hours_to_failures"] == pytest.approx((110 + 250) / 3600)
+    # ckpt waited 250..400 while both nodes were down: nothing was there to use.
+    assert metrics["occupancy"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+def test_a_job_stopping_when_its_node_fails_ends_its_attempt_once(resumable: bool) -> None:
+    """The notebook's victim is saving its checkpoint when the node fails: the failure,
+    not the stop, ends the attempt. A resumable job runs again from its last checkpoint
+    once the notebook is done; one that cannot resume has ended."""
+    jobs = [
+        TraceJob(job_id="train", submit_s=0, duration_s=1000, gpus=1, account="x", tier="batch",
+                 resumable=resumable, checkpoint_interval_s=100),
+        TraceJob(job_id="debug", submit_s=150, duration_s=60, gpus=1, account="y",
+                 tier="interactive"),
+    ]  # fmt: skip
+    sim = Settings(nodes=1, gpus_per_node=1, restart_overhead_s=60, stop_s=10)
+    outages = [NodeOutage(node=0, down_s=155, up_s=300)]
+    outcomes, end = Simulator(filled(jobs, Fill()), sim, DEFAULT_POLICY, outages=outages).run()
+    debug, train = sorted(outcomes, key=lambda o: o.job_id)
+    assert debug.runs == [(300.0, 360.0)]
+    assert (train.failures, train.preemptions) == (1, 0)
+    if resumable:
+        assert train.runs == [(0.0, 155.0), (360.0, 360.0 + 900 + 60)]
+        assert end == 1320.0
+    else:
+        assert (train.runs, train.end_s, train.failure_lost_gpu_s) == ([(0.0, 155.0)], 155.0, 155)
+        assert end == 360.0
 
 
 Row = tuple[int, int, int, str]  # submitted (s), duration (s), GPUs, account
@@ -128,6 +184,30 @@ def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
     )  # fmt: skip
     assert bad.returncode == 2
     assert "available: allot, fifo, kueue, priority, slurm" in bad.stderr
+
+
+def test_allot_sim_takes_node_failures_from_a_node_events_file(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("job_id,submit_s,duration_s,gpus,account\na,0,100,2,x\n")
+    (tmp_path / "n.csv").write_text("node,down_s,up_s\n0,50,80\n")
+
+    def sim(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
+             "--node-events", str(tmp_path / "n.csv"), *extra],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    done = sim("--cluster", "1x2", "--json", str(tmp_path / "m.json"))
+    assert done.returncode == 0, done.stderr
+    assert "1 node failures" in done.stderr
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    # Not resumable: its 50 s on 2 GPUs are lost, and it ends.
+    assert (metrics["node_failures"], metrics["lost_gpu_hours_to_failures"]) == (1, 100 / 3600)
+    (tmp_path / "n.csv").write_text("node,down_s,up_s\n1,50,80\n")
+    bad = sim("--cluster", "1x2", "--json", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2
+    assert "node=1 is not in a cluster of 1 nodes" in bad.stderr
+    assert not (tmp_path / "bad.json").exists()
 
 
 def test_a_lender_reclaims_its_quota_under_kueue_and_allot_but_not_under_fifo() -> None:

@@ -6,8 +6,19 @@ import msgspec
 import pytest
 
 from allot.bus.codec import encode
+from allot.proto.events import Event, NodeLost
 from allot.proto.subjects import subject_for
-from allot.sim.trace import Fill, TraceError, TraceJob, filled, load
+from allot.sim.trace import (
+    Fill,
+    NodeOutage,
+    TraceError,
+    TraceJob,
+    check_outages,
+    filled,
+    load,
+    load_outages,
+    read_outages,
+)
 from tests import builders as b
 
 SECOND = 10**9
@@ -69,6 +80,68 @@ def test_the_philly_and_alibaba_traces_load() -> None:
     assert any(j.tier == "best-effort" for j in alibaba)
 
 
+def test_node_events_read_sorted_and_each_must_name_a_node_of_the_cluster(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "n.csv").write_text("node,down_s,up_s\n3,500,\n0,100,200\n0,300,400\n")
+    outages = read_outages(tmp_path / "n.csv")
+    assert outages == [
+        NodeOutage(node=0, down_s=100, up_s=200),
+        NodeOutage(node=0, down_s=300, up_s=400),
+        NodeOutage(node=3, down_s=500, up_s=None),
+    ]
+    check_outages(outages, nodes=4)
+    with pytest.raises(TraceError, match="node=3 is not in a cluster of 3 nodes"):
+        check_outages(outages, nodes=3)
+
+
+@pytest.mark.parametrize(
+    ("rows", "words"),
+    [
+        ("1.5,10,20", "node='1.5' is not a node index"),
+        ("-1,10,20", "node=-1 cannot be negative"),
+        ("0,20,10", "up_s=10 must be after down_s=20"),
+        ("0,10,\n0,50,60", "node 0 is still down at down_s=50"),
+        ("0,10,30\n0,20,40", "node 0 is still down at down_s=20"),
+    ],
+)
+def test_bad_node_events_name_the_line_and_field(tmp_path: Path, rows: str, words: str) -> None:
+    (tmp_path / "n.csv").write_text("node,down_s,up_s\n" + rows + "\n")
+    with pytest.raises(TraceError, match=words):
+        read_outages(tmp_path / "n.csv")
+
+
+def write_log(path: Path, events: list[Event]) -> None:
+    lines = [
+        msgspec.json.encode({"seq": n, "subject": subject_for(e), "event": msgspec.Raw(encode(e))})
+        for n, e in enumerate(events, start=1)
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_node_failures_are_extracted_from_an_exported_log(tmp_path: Path) -> None:
+    def lost(node: str, at: int, last_seen: int) -> NodeLost:
+        return NodeLost(meta=b.meta(at), node_id=node, last_seen_ns=last_seen, timeout_ns=SECOND)
+
+    def back(node: str, at: int) -> Event:
+        return msgspec.structs.replace(b.node(node, 4), meta=b.meta(at))
+
+    events = [
+        back("n1", 0),
+        back("n2", 0),
+        b.submitted("j", 1, at=10 * SECOND),
+        lost("n2", 60 * SECOND, 50 * SECOND),  # numbered 1: registered second
+        back("n2", 90 * SECOND),
+        lost("n1", 200 * SECOND, 190 * SECOND),  # and never back
+    ]
+    write_log(tmp_path / "log.jsonl", events)
+    assert load_outages(tmp_path / "log.jsonl", "allot-log") == [
+        NodeOutage(node=0, down_s=180.0, up_s=None),
+        NodeOutage(node=1, down_s=40.0, up_s=80.0),
+    ]
+    assert load_outages(tmp_path / "log.jsonl", "canonical") == []
+
+
 def test_a_trace_is_extracted_from_an_exported_log(tmp_path: Path) -> None:
     events = [
         b.node("n1", 4),
@@ -78,11 +151,7 @@ def test_a_trace_is_extracted_from_an_exported_log(tmp_path: Path) -> None:
         msgspec.structs.replace(b.started("ran", "n1", [0, 1]), meta=b.meta(30 * SECOND)),
         msgspec.structs.replace(b.exited("ran", "n1"), meta=b.meta(130 * SECOND)),
     ]
-    lines = [
-        msgspec.json.encode({"seq": n, "subject": subject_for(e), "event": msgspec.Raw(encode(e))})
-        for n, e in enumerate(events, start=1)
-    ]
-    (tmp_path / "log.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    write_log(tmp_path / "log.jsonl", events)
     [job] = load(tmp_path / "log.jsonl", "allot-log")
     assert (job.job_id, job.submit_s, job.duration_s, job.gpus) == ("ran", 0.0, 100.0, 2)
     assert (job.tier, job.resumable, job.account) == ("interactive", True, "lab/team")
