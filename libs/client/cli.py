@@ -539,6 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--cluster", default="24x8", help="NODESxGPUS (default 24x8)")
     sim.add_argument(
+        "--accounts",
+        metavar="FILE",
+        help="the account tree to run under, as for `allot accounts apply` (default: each "
+        "account of the trace a leaf of equal weight and equal quota)",
+    )
+    sim.add_argument(
         "--node-events",
         metavar="FILE",
         help="node failures: a CSV of node,down_s,up_s (node: its index in the cluster, from "

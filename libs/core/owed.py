@@ -74,7 +74,7 @@ def owed_and_delivered(
                 window_end,
             )
 
-    shares = _global_shares(state)
+    shares = global_shares(state)
     result = []
     for account in sorted(shares):
         share = shares[account]
@@ -92,7 +92,9 @@ def owed_and_delivered(
     return result
 
 
-def _global_shares(state: State) -> dict[str, Fraction]:
+def global_shares(state: State) -> dict[str, Fraction]:
+    """Each account's share of the whole cluster: its weight among its siblings, times its
+    parent's share."""
     weights = tree_weights(state)
     siblings_weight: dict[str | None, int] = {}
     for path, weight in weights.items():

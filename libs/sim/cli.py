@@ -3,10 +3,13 @@
 import argparse
 import json
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from allot.core.accounts import read_tree
+from allot.proto.events import AccountSettings
 from allot.sim.policies import POLICIES
 from allot.sim.report import ReportError, write_report
 from allot.sim.simulator import Settings, run_policy
@@ -14,6 +17,7 @@ from allot.sim.trace import (
     Fill,
     NodeOutage,
     TraceError,
+    TraceJob,
     check_outages,
     filled,
     load,
@@ -50,6 +54,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     try:
         jobs = filled(load(Path(args.trace), args.format), fill)
         outages = _outages(args, settings)
+        accounts = _accounts(args.accounts, jobs) if args.accounts else None
     except TraceError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -60,7 +65,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     runs = []
     for name in names:
         result, outcomes = run_policy(
-            jobs, settings, POLICIES[name], name, _bar(name), outages=outages
+            jobs, settings, POLICIES[name], name, _bar(name), outages=outages, accounts=accounts
         )
         result["fill"] = fill.describe()
         runs.append((result, outcomes))
@@ -78,6 +83,30 @@ def cmd_sim(args: argparse.Namespace) -> int:
             return 2
         print(f"report: {page}", file=sys.stderr)
     return 0
+
+
+def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:
+    """The account tree of ``path`` (the file ``allot accounts apply`` takes); every
+    account the trace submits to must be in it."""
+    try:
+        declared = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise TraceError(f"--accounts {path}: {error}") from None
+    raw = declared.get("accounts")
+    if not isinstance(raw, dict):
+        raise TraceError(f'--accounts {path}: expected [accounts."PATH"] tables')
+    tree, errors = read_tree(raw)
+    if errors:
+        raise TraceError(
+            f"--accounts {path}: " + "; ".join(f"{e.field}={e.value}: {e.message}" for e in errors)
+        )
+    missing = sorted({job.account for job in jobs} - tree.keys())
+    if missing:
+        raise TraceError(
+            f"--accounts {path}: the trace submits to accounts it does not declare: "
+            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+        )
+    return tree
 
 
 def _outages(args: argparse.Namespace, settings: Settings) -> list[NodeOutage]:

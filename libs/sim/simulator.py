@@ -33,6 +33,7 @@ import msgspec
 from allot.core import PlanMemo, Policy, State, apply, plan, policy_hash
 from allot.core.accounts import ancestry
 from allot.core.model import JobStatus
+from allot.core.owed import global_shares
 from allot.core.validate import validate_submission
 from allot.proto.commands import FieldError, SubmitRequest
 from allot.proto.events import (
@@ -87,6 +88,7 @@ class Simulator:
         policy: Policy,
         record: bool = False,
         outages: list[NodeOutage] | None = None,
+        accounts: dict[str, AccountSettings] | None = None,
     ):
         self.settings, self.policy = settings, policy
         self.policy_hash = policy_hash(policy)
@@ -119,7 +121,7 @@ class Simulator:
                 policy_json=msgspec.json.encode(policy).decode(),
             )
         )  # fmt: skip
-        self._accounts(sorted({j.account for j in jobs}))
+        self._accounts(accounts or equal_quotas(sorted({j.account for j in jobs}), settings))
         self.unfinished = len(jobs)
         self.refused: dict[str, str] = {}  # job id -> why intake would refuse it
         self._validated: dict[bytes, list[FieldError]] = {}  # encoded spec -> its refusals
@@ -158,14 +160,13 @@ class Simulator:
         outcomes = [r.outcome for job_id, r in self.runs.items() if job_id not in self.refused]
         return outcomes, self.now / S
 
-    def _accounts(self, leaves: list[str]) -> None:
-        """Each account of the trace a leaf with an equal nominal quota of the cluster's
-        GPUs and no borrowing limit (what only quota-minded policies look at)."""
-        quota = self.settings.nodes * self.settings.gpus_per_node // max(1, len(leaves))
-        paths = {a for leaf in leaves for a in ancestry(leaf)}
-        for path in sorted(paths, key=lambda p: (p.count("/"), p)):
-            settings = AccountSettings(quota={"gpu": quota} if path in leaves else {})
-            self._add(AccountDefined(meta=self._meta(), path=path, settings=settings))
+    def _accounts(self, tree: dict[str, AccountSettings]) -> None:
+        for path in sorted(tree, key=lambda p: (p.count("/"), p)):  # parents first
+            self._add(AccountDefined(meta=self._meta(), path=path, settings=tree[path]))
+
+    def shares(self) -> dict[str, float]:
+        """Each account's share of the cluster, by the weights of the tree."""
+        return {path: float(share) for path, share in global_shares(self.state).items()}
 
     # --- events of the virtual world ---
 
@@ -188,8 +189,9 @@ class Simulator:
         self._add(JobSubmitted(meta=self._meta(), job_id=job_id, spec=spec))
 
     def _refusals(self, spec: JobSpec) -> list[FieldError]:
-        """What intake would refuse the job for. The simulated cluster and accounts never
-        change once it starts, so a spec gets the same answer every time it is asked."""
+        """What intake would refuse the job for. Intake judges by the nodes registered, down
+        or not, and the simulated nodes and accounts never change once it starts, so a
+        spec gets the same answer every time it is asked."""
         key = msgspec.json.encode(spec)
         errors = self._validated.get(key)
         if errors is None:
@@ -383,6 +385,15 @@ class Simulator:
         heapq.heappush(self._queue, (when, next(self._order), kind, job_id, attempt))
 
 
+def equal_quotas(leaves: list[str], settings: Settings) -> dict[str, AccountSettings]:
+    """The tree of a trace without one: each of its accounts a leaf of equal weight, with an
+    equal nominal quota of the cluster's GPUs and no borrowing limit (what only
+    quota-minded policies look at)."""
+    quota = settings.nodes * settings.gpus_per_node // max(1, len(leaves))
+    paths = {a for leaf in leaves for a in ancestry(leaf)}
+    return {p: AccountSettings(quota={"gpu": quota} if p in leaves else {}) for p in paths}
+
+
 def node_name(index: int) -> str:
     return f"n{index:04d}"
 
@@ -393,9 +404,10 @@ def simulate(
     policy: Policy,
     name: str,
     outages: list[NodeOutage] | None = None,
+    accounts: dict[str, AccountSettings] | None = None,
 ) -> dict[str, Any]:
     """Run the trace under ``policy``; the metrics of ``allot.sim.metrics``."""
-    return run_policy(jobs, settings, policy, name, outages=outages)[0]
+    return run_policy(jobs, settings, policy, name, outages=outages, accounts=accounts)[0]
 
 
 def run_policy(
@@ -405,10 +417,12 @@ def run_policy(
     name: str,
     progress: Callable[[int, int], None] | None = None,
     outages: list[NodeOutage] | None = None,
+    accounts: dict[str, AccountSettings] | None = None,
 ) -> tuple[dict[str, Any], list[JobOutcome]]:
-    """The metrics of a run, and what happened to each job (for plots)."""
+    """The metrics of a run, and what happened to each job (for plots). ``accounts``: the
+    tree to run under (by default, ``equal_quotas``)."""
     started = time.perf_counter()
-    simulator = Simulator(jobs, settings, policy, outages=outages)
+    simulator = Simulator(jobs, settings, policy, outages=outages, accounts=accounts)
     outcomes, end_s = simulator.run(progress)
     wall = time.perf_counter() - started
     down = [
@@ -416,6 +430,6 @@ def run_policy(
         for o in outages or []
     ]
     gpus = settings.nodes * settings.gpus_per_node
-    result = compute(name, outcomes, gpus, end_s, wall_s=wall, down=down)
+    result = compute(name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down)
     result["refused"] = len(simulator.refused)
     return result, outcomes

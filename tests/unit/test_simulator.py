@@ -14,6 +14,7 @@ from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core import DEFAULT_POLICY, plan
 from allot.core.replay import verify
+from allot.proto.events import AccountSettings
 from allot.proto.subjects import subject_for
 from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
@@ -208,6 +209,52 @@ def test_allot_sim_takes_node_failures_from_a_node_events_file(tmp_path: Path) -
     assert bad.returncode == 2
     assert "node=1 is not in a cluster of 1 nodes" in bad.stderr
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_an_account_tree_sets_the_shares_each_account_is_owed() -> None:
+    """One GPU; a and b each want it for an hour from 0. a's weight is 3, b's 1: in the
+    first hour a is owed three quarters, b one; in the second, whoever still wants it."""
+    jobs = trace(("A", 0, 3600, 1, "lab/a"), ("B", 0, 3600, 1, "lab/b"), tier="batch")
+    tree = {
+        "lab": AccountSettings(),
+        "lab/a": AccountSettings(weight=3),
+        "lab/b": AccountSettings(weight=1),
+    }
+    sim = Settings(nodes=1, gpus_per_node=1)
+    runs = Simulator(jobs, sim, DEFAULT_POLICY, accounts=tree)
+    outcomes, _ = runs.run()
+    assert runs.shares() == {"lab": 1.0, "lab/a": 0.75, "lab/b": 0.25}
+    first = min(outcomes, key=lambda o: o.first_start_s or 0).account
+    owed = {
+        account: m["owed_gpu_hours"]
+        for account, m in simulate(jobs, sim, DEFAULT_POLICY, "allot", accounts=tree)[
+            "per_account"
+        ].items()
+    }
+    later = {"lab/a": 0.75, "lab/b": 0.25}
+    later[{"lab/a": "lab/b", "lab/b": "lab/a"}[first]] += 1.0
+    assert owed == pytest.approx(later)
+
+
+def test_allot_sim_runs_under_an_account_file_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("job_id,submit_s,duration_s,gpus,account\na,0,100,1,lab/a\n")
+
+    def sim(accounts: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "accounts.toml").write_text(accounts)
+        return subprocess.run(
+            [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
+             "--cluster", "1x1", "--accounts", str(tmp_path / "accounts.toml")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    good = sim('[accounts."lab"]\n[accounts."lab/a"]\nweight = 2\n')
+    assert good.returncode == 0, good.stderr
+    bad = sim('[accounts."lab"]\n[accounts."lab/a"]\nweight = 0\n')
+    assert bad.returncode == 2
+    assert "accounts.lab/a.weight=0: a positive whole number" in bad.stderr
+    missing = sim('[accounts."lab"]\n[accounts."lab/b"]\n')
+    assert missing.returncode == 2
+    assert "the trace submits to accounts it does not declare: lab/a" in missing.stderr
 
 
 def test_a_lender_reclaims_its_quota_under_kueue_and_allot_but_not_under_fifo() -> None:
