@@ -138,8 +138,8 @@ class Simulator:
     def run(
         self, progress: Callable[[int, int], None] | None = None
     ) -> tuple[list[JobOutcome], float]:
-        """Until every job has ended: the outcomes (of the jobs intake would take) and the
-        virtual end time (s).
+        """Until every job has ended, or those left can never start: the outcomes (of the
+        jobs intake would take) and the virtual end time (s).
         ``progress(ended, total)`` is called as every further 1% of the jobs ends."""
         total, told = len(self.runs), 0
         while self._queue and self.unfinished:
@@ -155,10 +155,19 @@ class Simulator:
                     continue
                 getattr(self, f"_on_{kind}")(job_id)
             self._plan()
+            if self._stuck():
+                break
         if progress is not None:
             progress(total - self.unfinished, total)
         outcomes = [r.outcome for job_id, r in self.runs.items() if job_id not in self.refused]
         return outcomes, self.now / S
+
+    def _stuck(self) -> bool:
+        """Nothing runs and nothing is to come but the hourly accounting: the jobs still
+        waiting never start (the nodes they need failed for good, or a limit of their
+        account's holds them), since no plan could see anything new."""
+        queue = self._queue
+        return not self.state.holding and len(queue) == 1 and queue[0][2] == "account"
 
     def _accounts(self, tree: dict[str, AccountSettings]) -> None:
         for path in sorted(tree, key=lambda p: (p.count("/"), p)):  # parents first

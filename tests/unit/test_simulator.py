@@ -88,6 +88,18 @@ def test_a_node_failure_costs_work_since_the_last_checkpoint_or_all_of_it() -> N
     assert metrics["occupancy"] == pytest.approx(1.0)
 
 
+def test_a_run_ends_when_the_jobs_left_can_never_start() -> None:
+    """The only node fails for good at 10 s: the job that arrives at 20 s waits to the end,
+    which is then, not never."""
+    jobs = trace(("early", 0, 5, 1, "x"), ("late", 20, 5, 1, "x"), tier="batch")
+    sim = Settings(nodes=1, gpus_per_node=1)
+    outages = [NodeOutage(node=0, down_s=10)]
+    outcomes, end = Simulator(jobs, sim, DEFAULT_POLICY, outages=outages).run()
+    early, late = sorted(outcomes, key=lambda o: o.job_id)
+    assert (early.runs, early.end_s) == ([(0.0, 5.0)], 5.0)
+    assert (late.runs, late.first_start_s, late.end_s, end) == ([], None, None, 20.0)
+
+
 @pytest.mark.parametrize("resumable", [True, False])
 def test_a_job_stopping_when_its_node_fails_ends_its_attempt_once(resumable: bool) -> None:
     """The notebook's victim is saving its checkpoint when the node fails: the failure,
