@@ -77,7 +77,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     print(shown)
     if args.report:
         try:
-            page = write_report(runs, Path(args.report), shown, fill.describe())
+            page = write_report(
+                runs, Path(args.report), shown, fill.describe(), outages, settings.gpus_per_node
+            )
         except ReportError as error:
             print(f"allot: {error}", file=sys.stderr)
             return 2

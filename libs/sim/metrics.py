@@ -177,12 +177,7 @@ def _owed_delivered(
     down: list[tuple[float, float, int]],
 ) -> tuple[dict[str, float], dict[str, float]]:
     """GPU-seconds owed and delivered per account, hour by hour."""
-    missing: dict[int, float] = {}  # hour -> GPU-seconds of nodes that were down
-    for start, until, n in down:
-        for hour in range(int(start // HOUR_S), int(until // HOUR_S) + 1):
-            within = min(until, (hour + 1) * HOUR_S) - max(start, hour * HOUR_S)
-            if within > 0:
-                missing[hour] = missing.get(hour, 0.0) + n * within
+    missing = down_by_hour(down)
     demand: dict[int, dict[str, float]] = {}
     # Whole hours a job wants its GPUs through, as changes in GPUs wanted per account:
     # a job that waits months adds two entries, not thousands.
@@ -214,6 +209,17 @@ def _owed_delivered(
         for account, amount in _water_fill(capacity, wanted_now, weights).items():
             owed[account] += amount
     return owed, delivered
+
+
+def down_by_hour(down: list[tuple[float, float, int]]) -> dict[int, float]:
+    """Hour -> GPU-seconds of the nodes that were down in it ((from, until, GPUs) each)."""
+    missing: dict[int, float] = {}
+    for start, until, n in down:
+        for hour in range(int(start // HOUR_S), int(until // HOUR_S) + 1):
+            within = min(until, (hour + 1) * HOUR_S) - max(start, hour * HOUR_S)
+            if within > 0:
+                missing[hour] = missing.get(hour, 0.0) + n * within
+    return missing
 
 
 def _want(demand: dict[int, dict[str, float]], hour: int, account: str, gpu_s: float) -> None:

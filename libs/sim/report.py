@@ -6,7 +6,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from allot.sim.metrics import HOUR_S, JobOutcome
+from allot.sim.metrics import HOUR_S, JobOutcome, down_by_hour
+from allot.sim.simulator import down_spans
+from allot.sim.trace import NodeOutage
 
 TIERS = ("interactive", "batch", "best-effort")
 
@@ -16,8 +18,15 @@ class ReportError(Exception):
 
 
 def write_report(
-    runs: list[tuple[dict[str, Any], list[JobOutcome]]], out: Path, table: str, fill: str
+    runs: list[tuple[dict[str, Any], list[JobOutcome]]],
+    out: Path,
+    table: str,
+    fill: str,
+    outages: list[NodeOutage] | None = None,
+    gpus_per_node: int = 0,
 ) -> Path:
+    """``outages``: the nodes' failures, of ``gpus_per_node`` GPUs each, drawn as the GPUs
+    there were."""
     try:
         import matplotlib
 
@@ -64,10 +73,14 @@ def write_report(
     plt.close(figure)
 
     figure, ax = plt.subplots(figsize=(10, 4))
+    last = 0
     for metrics, outcomes in runs:
         hours, used = _in_use(outcomes)
         ax.plot(hours, used, label=metrics["policy"], linewidth=0.8)
-    ax.axhline(runs[0][0]["gpus"], color="grey", linewidth=0.8)
+        last = max([last, *hours])
+    missing = down_by_hour(down_spans(outages or [], gpus_per_node, (last + 1) * HOUR_S))
+    there = [runs[0][0]["gpus"] - missing.get(h, 0.0) / HOUR_S for h in range(last + 1)]
+    ax.step(range(last + 1), there, where="post", color="grey", linewidth=0.8, label="GPUs up")
     ax.set(xlabel="hour", ylabel="GPUs in use (hourly mean)")
     ax.legend()
     figure.savefig(out / "occupancy.png", dpi=90, bbox_inches="tight")

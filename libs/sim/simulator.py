@@ -403,6 +403,17 @@ def equal_quotas(leaves: list[str], settings: Settings) -> dict[str, AccountSett
     return {p: AccountSettings(quota={"gpu": quota} if p in leaves else {}) for p in paths}
 
 
+def down_spans(
+    outages: list[NodeOutage], gpus_per_node: int, end_s: float
+) -> list[tuple[float, float, int]]:
+    """(from, until, GPUs) of each outage up to ``end_s``, as the metrics take them."""
+    return [
+        (o.down_s, min(end_s, o.up_s if o.up_s is not None else end_s), gpus_per_node)
+        for o in outages
+        if o.down_s < end_s
+    ]
+
+
 def node_name(index: int) -> str:
     return f"n{index:04d}"
 
@@ -434,10 +445,7 @@ def run_policy(
     simulator = Simulator(jobs, settings, policy, outages=outages, accounts=accounts)
     outcomes, end_s = simulator.run(progress)
     wall = time.perf_counter() - started
-    down = [
-        (o.down_s, o.up_s if o.up_s is not None else end_s, settings.gpus_per_node)
-        for o in outages or []
-    ]
+    down = down_spans(outages or [], settings.gpus_per_node, end_s)
     gpus = settings.nodes * settings.gpus_per_node
     result = compute(name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down)
     result["refused"] = len(simulator.refused)
