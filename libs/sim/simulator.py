@@ -228,7 +228,7 @@ class Simulator:
         record, run = self.state.jobs[job_id], self.runs[job_id]
         if record.status != JobStatus.RUNNING or record.stop is None:
             return  # its node failed while it stopped: that ended this attempt
-        asked = record.stop.meta.at if record.stop is not None else self.now
+        asked = record.stop.meta.at
         began = run.started_ns if run.started_ns is not None else asked
         worked = (asked - began) / S  # its progress when SIGTERM came
         stopped_in = int(self.settings.stop_s * S)
