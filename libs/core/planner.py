@@ -924,7 +924,7 @@ class _Cycle:
             )
             for held in own.held if own else []:  # what is held for it is its to use
                 self.capacity.give(held.node_id, held.gpus)
-            found = self._choose(spec, models, owed, over_share)
+            found = self._choose(spec, models, owed, grounds.reclaims_from, over_share)
             for held in own.held if own else []:
                 # Held still, for this cycle: jobs behind it were told so (RESERVED_FOR).
                 # Next cycle the hold alone speaks for it.
@@ -955,6 +955,7 @@ class _Cycle:
         spec: JobSpec,
         models: list[str],
         owed: list[tuple[Victim, str]],
+        borrowers: frozenset[str],
         over_share: frozenset[str],
     ) -> tuple[list[Victim], list[Placement]] | None:
         """The cheapest victims among those ``owed``. Where the policy ranks by fair share,
@@ -966,10 +967,14 @@ class _Cycle:
         victims = [victim for victim, _ in owed]
         if self.ranked:
             jobs = self.state.jobs
+
+            def over(account: str) -> bool:  # the borrowing account on its path is
+                return any(a in over_share for a in ancestry(account) if a in borrowers)
+
             preferred = [
                 victim
                 for victim, code in owed
-                if code != RECLAIM or jobs[victim.job_id].spec.account in over_share
+                if code != RECLAIM or over(jobs[victim.job_id].spec.account)
             ]
             if preferred and len(preferred) < len(victims):
                 found = choose(self.capacity, spec, models, preferred)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from allot.core.accounts import read_tree
+from allot.core.accounts import parent_of, read_tree
 from allot.proto.events import AccountSettings
 from allot.sim.policies import POLICIES
 from allot.sim.report import ReportError, write_report
@@ -102,12 +102,16 @@ def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:
         raise TraceError(
             f"--accounts {path}: " + "; ".join(f"{e.field}={e.value}: {e.message}" for e in errors)
         )
-    missing = sorted({job.account for job in jobs} - tree.keys())
-    if missing:
-        raise TraceError(
-            f"--accounts {path}: the trace submits to accounts it does not declare: "
-            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
-        )
+    parents = {parent_of(p) for p in tree}
+    for accounts, what in (
+        (sorted({job.account for job in jobs} - tree.keys()), "does not declare"),
+        (sorted({job.account for job in jobs} & parents), "declares with accounts below"),
+    ):
+        if accounts:  # intake takes jobs only for the leaves of the tree
+            raise TraceError(
+                f"--accounts {path}: the trace submits to accounts it {what}: "
+                f"{', '.join(accounts[:5])}{' ...' if len(accounts) > 5 else ''}"
+            )
     return tree
 
 

@@ -205,7 +205,8 @@ def _owed_delivered(
                 _want(demand, whole, account, wanted * HOUR_S)
     owed = dict.fromkeys(weights, 0.0)
     for hour, wanted_now in sorted(demand.items()):
-        capacity = gpus * HOUR_S - missing.get(hour, 0.0)
+        # The GPUs there were in the part of the hour the run lasted.
+        capacity = gpus * (min(end_s, (hour + 1) * HOUR_S) - hour * HOUR_S) - missing.get(hour, 0.0)
         for account, amount in _water_fill(capacity, wanted_now, weights).items():
             owed[account] += amount
     return owed, delivered

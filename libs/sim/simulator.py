@@ -57,7 +57,7 @@ from allot.proto.events import (
     UsageCharged,
 )
 from allot.sim.metrics import JobOutcome, compute
-from allot.sim.trace import NodeOutage, TraceJob
+from allot.sim.trace import NodeOutage, TraceJob, check_outages
 
 S = 10**9
 HOUR_NS = 3600 * S
@@ -100,8 +100,12 @@ class Simulator:
         self.now = 0
         self._ids = itertools.count()
         self._order = itertools.count()
-        # (time, order, kind, job id, attempt): an event of an attempt that is over is void
-        self._queue: list[tuple[int, int, str, str, int]] = []
+        # (time, rank, order, kind, job id, attempt): an event of an attempt that is over is
+        # void. A node fails after whatever else falls due at the same time (rank 1): a job
+        # that ends, or saves its checkpoint, as its node fails has done so.
+        self._queue: list[tuple[int, int, int, str, str, int]] = []
+        self._arrivals = 0  # queued
+        self._ups: dict[str, int] = {}  # node -> returns queued
         self.runs = {
             j.job_id: _Run(
                 trace=j,
@@ -129,6 +133,7 @@ class Simulator:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
         for n in range(settings.nodes):
             self._on_up(node_name(n))
+        check_outages(outages or [], settings.nodes)
         for outage in outages or []:
             self._at(int(outage.down_s * S), "down", node_name(outage.node))
             if outage.up_s is not None:
@@ -149,7 +154,8 @@ class Simulator:
                 progress(ended, total)
             self.now = self._queue[0][0]
             while self._queue and self._queue[0][0] == self.now:
-                _, _, kind, job_id, attempt = heapq.heappop(self._queue)
+                _, _, _, kind, job_id, attempt = heapq.heappop(self._queue)
+                self._count(kind, job_id, -1)
                 record = self.state.jobs.get(job_id)
                 if kind in ("finish", "stopped") and (record is None or record.attempts != attempt):
                     continue
@@ -163,11 +169,22 @@ class Simulator:
         return outcomes, self.now / S
 
     def _stuck(self) -> bool:
-        """Nothing runs and nothing is to come but the hourly accounting: the jobs still
-        waiting never start (the nodes they need failed for good, or a limit of their
-        account's holds them), since no plan could see anything new."""
-        queue = self._queue
-        return not self.state.holding and len(queue) == 1 and queue[0][2] == "account"
+        """Nothing runs, no job is to arrive and no node that is down to come back: the
+        jobs still waiting never start (the nodes they need failed for good, or a limit of
+        their account holds them), since no plan could see anything new."""
+        nodes = self.state.nodes
+        return (
+            not self.state.holding
+            and not self._arrivals
+            and not any(n and nodes[node].lost for node, n in self._ups.items())
+        )
+
+    def _count(self, kind: str, job_id: str, queued: int) -> None:
+        """Keep count of the queued events that could let a waiting job start."""
+        if kind == "arrive":
+            self._arrivals += queued
+        elif kind == "up":
+            self._ups[job_id] = self._ups.get(job_id, 0) + queued
 
     def _accounts(self, tree: dict[str, AccountSettings]) -> None:
         for path in sorted(tree, key=lambda p: (p.count("/"), p)):  # parents first
@@ -243,9 +260,7 @@ class Simulator:
         self._ran(run)
         gpus = run.outcome.gpus
         if run.trace.resumable:
-            run.done_s += max(0.0, worked - self._overhead(run))  # saved on SIGTERM
-            run.done_s = min(run.done_s, run.trace.duration_s)
-            lost = gpus * self.settings.restart_overhead_s
+            lost = gpus * self._interrupted(run, worked, saved=worked)  # saved on SIGTERM
         else:
             run.done_s, lost = 0.0, gpus * worked
         run.outcome.preemptions += 1
@@ -274,17 +289,16 @@ class Simulator:
         for job_id in cut_off:
             run = self.runs[job_id]
             began = run.started_ns if run.started_ns is not None else self.now
-            worked, overhead = (self.now - began) / S, self._overhead(run)
+            worked = (self.now - began) / S
             self._ran(run)
-            run.outcome.failures += 1
             interval = run.trace.checkpoint_interval_s
             if run.trace.resumable:
                 saved = worked // interval * interval if interval else 0.0  # last checkpoint
-                run.done_s = min(run.done_s + max(0.0, saved - overhead), run.trace.duration_s)
-                lost = worked - saved + self.settings.restart_overhead_s
+                lost = self._interrupted(run, worked, saved)
             else:
                 lost = worked
                 self._ended(run)
+            run.outcome.failures += 1
             run.outcome.failure_lost_gpu_s += run.outcome.gpus * lost
 
     def _on_up(self, node_id: str) -> None:
@@ -351,6 +365,16 @@ class Simulator:
 
     # --- bookkeeping ---
 
+    def _interrupted(self, run: _Run, worked: float, saved: float) -> float:
+        """A resumable job's run ends after ``worked`` s, its progress saved as it was
+        ``saved`` s into the run: it keeps that progress, less the restart overhead the
+        run began with. The seconds it loses: the rest of the run, and the restart to come;
+        less the part of this run's own overhead that was counted when it was last
+        interrupted but never spent (the run ended first)."""
+        overhead = self._overhead(run)
+        run.done_s = min(run.done_s + max(0.0, saved - overhead), run.trace.duration_s)
+        return worked - max(saved, overhead) + self.settings.restart_overhead_s
+
     def _overhead(self, run: _Run) -> float:
         """What starting its run costs: a restart's overhead after a preemption or failure."""
         restarted = run.outcome.preemptions or run.outcome.failures
@@ -391,7 +415,9 @@ class Simulator:
     def _at(self, when: int, kind: str, job_id: str) -> None:
         record = self.state.jobs.get(job_id)
         attempt = record.attempts if record is not None else 0
-        heapq.heappush(self._queue, (when, next(self._order), kind, job_id, attempt))
+        self._count(kind, job_id, 1)
+        rank = 1 if kind == "down" else 0
+        heapq.heappush(self._queue, (when, rank, next(self._order), kind, job_id, attempt))
 
 
 def equal_quotas(leaves: list[str], settings: Settings) -> dict[str, AccountSettings]:

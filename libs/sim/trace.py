@@ -30,6 +30,7 @@ deletion time are left out).
 import csv
 import datetime
 import itertools
+import math
 import random
 from collections.abc import Iterable
 from pathlib import Path
@@ -140,8 +141,8 @@ def load_outages(path: Path, fmt: str) -> list[NodeOutage]:
 
 
 def read_outages(path: Path) -> list[NodeOutage]:
-    """A canonical node-events CSV, sorted by node and time; one node's outages may not
-    overlap."""
+    """A canonical node-events CSV, sorted by node and time (``check_outages`` says
+    whether they fit a cluster)."""
     outages = []
     for line, row in _rows(path, {"node", "down_s"}):
         node = _number(path, line, row, "node")
@@ -150,23 +151,25 @@ def read_outages(path: Path) -> list[NodeOutage]:
         down, up = _number(path, line, row, "down_s"), _optional(path, line, row, "up_s")
         if up is not None and up <= down:
             raise TraceError(f"{path}:{line}: up_s={up:g} must be after down_s={down:g}")
-        outages.append((line, NodeOutage(node=int(node), down_s=down, up_s=up)))
-    outages.sort(key=lambda lo: (lo[1].node, lo[1].down_s))
-    for (_, before), (line, after) in itertools.pairwise(outages):
-        if before.node == after.node and (before.up_s is None or after.down_s < before.up_s):
-            raise TraceError(
-                f"{path}:{line}: node {after.node} is still down at down_s={after.down_s:g}"
-            )
-    return [outage for _, outage in outages]
+        outages.append(NodeOutage(node=int(node), down_s=down, up_s=up))
+    return sorted(outages, key=lambda o: (o.node, o.down_s))
 
 
 def check_outages(outages: list[NodeOutage], nodes: int) -> None:
-    """Every outage names a node of a cluster of ``nodes``."""
+    """Every outage names a node of a cluster of ``nodes``, and a node goes down only
+    once it is up again."""
     for outage in outages:
-        if outage.node >= nodes:
+        if not 0 <= outage.node < nodes:
             raise TraceError(
                 f"node events: node={outage.node} is not in a cluster of {nodes} nodes (0 to "
                 f"{nodes - 1}); --cluster needs at least {outage.node + 1}"
+            )
+    ordered = sorted(outages, key=lambda o: (o.node, o.down_s))
+    for before, after in itertools.pairwise(ordered):
+        if before.node == after.node and (before.up_s is None or after.down_s < before.up_s):
+            raise TraceError(
+                f"node events: node {after.node} goes down at down_s={after.down_s:g} while "
+                f"still down since down_s={before.down_s:g}"
             )
 
 
@@ -188,7 +191,9 @@ def _number(path: Path, line: int, row: dict[str, str], field: str) -> float:
     try:
         value = float(row[field])
     except (TypeError, ValueError):
-        raise TraceError(f"{path}:{line}: {field}={row.get(field)!r} is not a number") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise TraceError(f"{path}:{line}: {field}={row.get(field)!r} is not a number")
     if value < 0:
         raise TraceError(f"{path}:{line}: {field}={value:g} cannot be negative")
     return value
@@ -342,16 +347,21 @@ def read_log_outages(path: Path) -> list[NodeOutage]:
     events = _log_events(path)
     origin = _origin(events)
     index: dict[str, int] = {}
-    down: dict[str, int] = {}  # node -> when it was last heard from
+    registered: dict[str, int] = {}  # node -> when it last registered
+    down: dict[str, int] = {}  # node -> since when it is down
     outages = []
     for event in events:
         if isinstance(event, NodeRegistered):
             index.setdefault(event.node_id, len(index))
+            registered[event.node_id] = event.meta.at
             if event.node_id in down:
                 outages.append(_outage(index[event.node_id], down.pop(event.node_id),
                                        event.meta.at, origin))  # fmt: skip
         elif isinstance(event, NodeLost) and event.node_id in index:
-            down.setdefault(event.node_id, event.last_seen_ns)
+            # Last heard from, but not before it registered: a node lost before its first
+            # heartbeat since is reported as last seen before that.
+            since = max(event.last_seen_ns, registered[event.node_id])
+            down.setdefault(event.node_id, since)
     outages += [_outage(index[node], since, None, origin) for node, since in down.items()]
     return sorted(
         (o for o in outages if o.up_s is None or o.up_s > 0), key=lambda o: (o.node, o.down_s)

@@ -85,3 +85,16 @@ def test_gpus_of_a_node_that_is_down_are_neither_available_nor_owed() -> None:
     assert m["per_account"]["c"]["owed_gpu_hours"] == pytest.approx(0.5)
     assert m["owed_delivered_min_account"] == pytest.approx(1.0)
     assert compute("t", wants, gpus=1, end_s=H)["owed_delivered_min_account"] == pytest.approx(0.5)
+
+
+def test_the_last_hour_owes_only_the_part_of_it_the_run_lasted() -> None:
+    # One GPU, up for the first hour only; the run ends half an hour later with the second
+    # job still waiting. Nothing was there to owe it after the first hour.
+    outcomes = [
+        JobOutcome(job_id="A", account="a", tier="batch", gpus=1, submit_s=0, first_start_s=0,
+                   end_s=H, runs=[(0, H)]),
+        JobOutcome(job_id="B", account="a", tier="batch", gpus=1, submit_s=H),
+    ]  # fmt: skip
+    m = compute("t", outcomes, gpus=1, end_s=1.5 * H, down=[(H, 1.5 * H, 1)])
+    assert m["per_account"]["a"]["owed_gpu_hours"] == pytest.approx(1.0)
+    assert m["owed_delivered_min_account"] == pytest.approx(1.0)

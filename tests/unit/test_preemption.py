@@ -342,6 +342,29 @@ def test_quota_is_reclaimed_from_a_borrower_over_its_share_before_a_cheaper_one_
     decided = plan(state, NOW, DEFAULT_POLICY)
     assert [(p.job_id, p.code) for p in decided.preemptions] == [("over", "RECLAIM")]
 
+    # The borrower is the account on the job's path that holds more than its quota: c,
+    # over its share, though the job's own team within c is not.
+    teams = [
+        AccountDefined(meta=b.meta(), path=f"lab/c/{team}", settings=AccountSettings())
+        for team in ("x", "y")
+    ]
+    ran_before = [  # y's job used n2 for 40 hours before x's started on it
+        b.submitted("old", 2, account="lab/c/y", at=NOW - 60 * HOUR),
+        b.plan(("old", "n2", [0, 1])),
+        msgspec.structs.replace(b.started("old", "n2", [0, 1]), meta=b.meta(NOW - 60 * HOUR)),
+        UsageCharged(
+            meta=b.meta(NOW - 20 * HOUR), path="lab/c/y", job_id="old", attempt=0,
+            from_ns=NOW - 60 * HOUR, to_ns=NOW - 20 * HOUR, gpu_ms=2 * 40 * 3_600_000,
+        ),
+        msgspec.structs.replace(b.exited("old", "n2"), meta=b.meta(NOW - 20 * HOUR)),
+    ]  # fmt: skip
+    in_team = running("over", "n2", [0, 1], ran=10 * HOUR, account="lab/c/x")
+    team_charged = msgspec.structs.replace(charged, path="lab/c/x")
+    state = fold(*nodes, *accounts, *teams, *ran_before, *under, *in_team, team_charged, lender)
+    assert state.usage["lab/c/y"].total_gpu_ms > state.usage["lab/c/x"].total_gpu_ms > 0
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in decided.preemptions] == [("over", "RECLAIM")]
+
     # With no borrower over its share, the lender still gets its quota back, the cheapest way.
     uncharged = fold(*nodes, *accounts, *under, *over, lender)
     assert [(p.job_id, p.code) for p in plan(uncharged, NOW, DEFAULT_POLICY).preemptions] == [

@@ -18,7 +18,7 @@ from allot.proto.events import AccountSettings
 from allot.proto.subjects import subject_for
 from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
-from allot.sim.trace import Fill, NodeOutage, TraceJob, filled
+from allot.sim.trace import Fill, NodeOutage, TraceError, TraceJob, filled
 
 
 def trace(*jobs: tuple[str, float, float, int, str], tier: str | None = None) -> list[TraceJob]:
@@ -98,6 +98,56 @@ def test_a_run_ends_when_the_jobs_left_can_never_start() -> None:
     early, late = sorted(outcomes, key=lambda o: o.job_id)
     assert (early.runs, early.end_s) == ([(0.0, 5.0)], 5.0)
     assert (late.runs, late.first_start_s, late.end_s, end) == ([], None, None, 20.0)
+    # An outage of another node still to come changes nothing: no node that is down comes
+    # back, so the run ends as soon.
+    two = Settings(nodes=2, gpus_per_node=1)
+    gang = TraceJob(job_id="wide", submit_s=0, duration_s=5, gpus=1, workers=2, account="x")
+    wide = filled([gang, *trace(("one", 20, 5, 1, "x"), tier="batch")], Fill())
+    gone = [NodeOutage(node=0, down_s=0), NodeOutage(node=1, down_s=10_000, up_s=10_001)]
+    outcomes, end = Simulator(wide, two, DEFAULT_POLICY, outages=gone).run()
+    assert end == 25.0
+    assert next(o for o in outcomes if o.job_id == "wide").runs == []
+
+
+def test_lost_work_counts_a_restart_cut_short_once() -> None:
+    """Failures at 250 s and, 50 s into its restart (overhead 60 s), at 450 s: the job's
+    runs add up to 1160 s for 1000 s of work, so 160 s were lost, not 110 + 110."""
+    jobs = [
+        TraceJob(job_id="ckpt", submit_s=0, duration_s=1000, gpus=1, account="x", tier="batch",
+                 resumable=True, checkpoint_interval_s=100),
+    ]  # fmt: skip
+    outages = [NodeOutage(node=0, down_s=250, up_s=400), NodeOutage(node=0, down_s=450, up_s=500)]
+    sim = Settings(nodes=1, gpus_per_node=1, restart_overhead_s=60)
+    [ckpt], _ = Simulator(filled(jobs, Fill()), sim, DEFAULT_POLICY, outages=outages).run()
+    assert ckpt.runs == [(0.0, 250.0), (400.0, 450.0), (500.0, 1360.0)]
+    assert sum(e - s for s, e in ckpt.runs) - 1000 == ckpt.failure_lost_gpu_s == 160
+
+
+def test_a_job_that_ends_as_its_node_fails_has_ended() -> None:
+    """Its end, and a save on SIGTERM, that fall due as the node fails come first."""
+    jobs = [
+        TraceJob(job_id="done", submit_s=0, duration_s=100, gpus=1, account="x", tier="batch",
+                 resumable=False),
+    ]  # fmt: skip
+    sim = Settings(nodes=1, gpus_per_node=1)
+    outages = [NodeOutage(node=0, down_s=100, up_s=200)]
+    [done], _ = Simulator(filled(jobs, Fill()), sim, DEFAULT_POLICY, outages=outages).run()
+    assert (done.runs, done.end_s, done.failures, done.failure_lost_gpu_s) == (
+        [(0.0, 100.0)],
+        100.0,
+        0,
+        0.0,
+    )
+
+
+def test_outages_that_do_not_fit_the_cluster_are_refused() -> None:
+    jobs = trace(("a", 0, 10, 1, "x"))
+    sim = Settings(nodes=1, gpus_per_node=1)
+    with pytest.raises(TraceError, match="node=1 is not in a cluster of 1 nodes"):
+        Simulator(jobs, sim, DEFAULT_POLICY, outages=[NodeOutage(node=1, down_s=5)])
+    twice = [NodeOutage(node=0, down_s=5, up_s=20), NodeOutage(node=0, down_s=10, up_s=30)]
+    with pytest.raises(TraceError, match="node 0 goes down at down_s=10 while still down"):
+        Simulator(jobs, sim, DEFAULT_POLICY, outages=twice)
 
 
 @pytest.mark.parametrize("resumable", [True, False])
@@ -267,6 +317,9 @@ def test_allot_sim_runs_under_an_account_file_and_refuses_a_bad_one(tmp_path: Pa
     missing = sim('[accounts."lab"]\n[accounts."lab/b"]\n')
     assert missing.returncode == 2
     assert "the trace submits to accounts it does not declare: lab/a" in missing.stderr
+    inner = sim('[accounts."lab"]\n[accounts."lab/a"]\n[accounts."lab/a/x"]\n')
+    assert inner.returncode == 2
+    assert "accounts it declares with accounts below: lab/a" in inner.stderr
 
 
 def test_a_lender_reclaims_its_quota_under_kueue_and_allot_but_not_under_fifo() -> None:

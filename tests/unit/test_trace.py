@@ -93,6 +93,12 @@ def test_node_events_read_sorted_and_each_must_name_a_node_of_the_cluster(
     check_outages(outages, nodes=4)
     with pytest.raises(TraceError, match="node=3 is not in a cluster of 3 nodes"):
         check_outages(outages, nodes=3)
+    for overlapping, words in (
+        ([(0, 10, None), (0, 50, 60)], "node 0 goes down at down_s=50 while still down since"),
+        ([(0, 20, 40), (0, 10, 30)], "node 0 goes down at down_s=20 while still down since"),
+    ):
+        with pytest.raises(TraceError, match=words):
+            check_outages([NodeOutage(node=n, down_s=d, up_s=u) for n, d, u in overlapping], 4)
 
 
 @pytest.mark.parametrize(
@@ -101,8 +107,9 @@ def test_node_events_read_sorted_and_each_must_name_a_node_of_the_cluster(
         ("1.5,10,20", "node='1.5' is not a node index"),
         ("-1,10,20", "node=-1 cannot be negative"),
         ("0,20,10", "up_s=10 must be after down_s=20"),
-        ("0,10,\n0,50,60", "node 0 is still down at down_s=50"),
-        ("0,10,30\n0,20,40", "node 0 is still down at down_s=20"),
+        ("0,nan,10", "down_s='nan' is not a number"),
+        ("inf,10,20", "node='inf' is not a number"),
+        ("0,10,inf", "up_s='inf' is not a number"),
     ],
 )
 def test_bad_node_events_name_the_line_and_field(tmp_path: Path, rows: str, words: str) -> None:
@@ -140,6 +147,16 @@ def test_node_failures_are_extracted_from_an_exported_log(tmp_path: Path) -> Non
         NodeOutage(node=1, down_s=40.0, up_s=80.0),
     ]
     assert load_outages(tmp_path / "log.jsonl", "canonical") == []
+
+    # A node lost again before its first heartbeat since it came back is reported as last
+    # seen before it registered: it is down from its registration, not twice at once.
+    write_log(tmp_path / "again.jsonl", [*events[:5], lost("n2", 300 * SECOND, 50 * SECOND)])
+    again = load_outages(tmp_path / "again.jsonl", "allot-log")
+    assert again == [
+        NodeOutage(node=1, down_s=40.0, up_s=80.0),
+        NodeOutage(node=1, down_s=80.0, up_s=None),
+    ]
+    check_outages(again, nodes=2)
 
 
 def test_a_trace_is_extracted_from_an_exported_log(tmp_path: Path) -> None:
