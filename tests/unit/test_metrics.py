@@ -98,3 +98,15 @@ def test_the_last_hour_owes_only_the_part_of_it_the_run_lasted() -> None:
     m = compute("t", outcomes, gpus=1, end_s=1.5 * H, down=[(H, 1.5 * H, 1)])
     assert m["per_account"]["a"]["owed_gpu_hours"] == pytest.approx(1.0)
     assert m["owed_delivered_min_account"] == pytest.approx(1.0)
+
+
+def test_wait_percentiles_over_twenty_jobs_by_nearest_rank() -> None:
+    # Job k (1..20) waits k seconds, then runs a second, one GPU each on twenty GPUs.
+    outcomes = [
+        JobOutcome(job_id=f"j{k}", account="a", tier="batch", gpus=1, submit_s=0,
+                   first_start_s=k, end_s=k + 1, runs=[(k, k + 1)])
+        for k in range(1, 21)
+    ]  # fmt: skip
+    m = compute("t", outcomes, gpus=20, end_s=21)
+    assert [m[f"wait_p{q}_s"] for q in (50, 90, 95, 99)] == [10, 18, 19, 20]
+    assert m["per_account"]["a"]["wait_p95_s"] == 19
