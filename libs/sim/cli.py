@@ -20,8 +20,7 @@ from allot.sim.trace import (
     TraceJob,
     check_outages,
     filled,
-    load,
-    load_outages,
+    load_trace,
     read_outages,
 )
 
@@ -52,8 +51,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     settings = parse_cluster(args.cluster)
     fill = Fill(seed=args.seed)
     try:
-        jobs = filled(load(Path(args.trace), args.format), fill)
-        outages = _outages(args, settings)
+        traced, own_outages = load_trace(Path(args.trace), args.format)
+        jobs = filled(traced, fill)
+        outages = _outages(args, own_outages, settings)
         accounts = _accounts(args.accounts, jobs) if args.accounts else None
     except TraceError as error:
         print(f"allot: {error}", file=sys.stderr)
@@ -115,9 +115,11 @@ def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:
     return tree
 
 
-def _outages(args: argparse.Namespace, settings: Settings) -> list[NodeOutage]:
-    """The node failures of the trace, or of ``--node-events``: not both."""
-    own = load_outages(Path(args.trace), args.format)
+def _outages(
+    args: argparse.Namespace, own: list[NodeOutage], settings: Settings
+) -> list[NodeOutage]:
+    """The node failures the trace carries (``own``), or those of ``--node-events``: not
+    both."""
     if args.node_events and own:
         raise TraceError(
             f"--node-events {args.node_events}: the trace {args.trace} carries its own node "

@@ -60,10 +60,11 @@ def compute(
     down: list[tuple[float, float, int]] | None = None,
 ) -> dict[str, Any]:
     """Every metric for one run ending at ``end_s`` on ``gpus`` GPUs, of which those of
-    ``down`` were not there: (from, until, GPUs) for each node while it was down."""
+    ``down`` were not there: (from, until, GPUs) for each node while it was down within
+    the run."""
     accounts = sorted({o.account for o in outcomes})
     weights = {a: (shares or {}).get(a, 1.0) for a in accounts}
-    down = [(start, min(until, end_s), n) for start, until, n in down or [] if start < end_s]
+    down = down or []
     owed, delivered = _owed_delivered(outcomes, gpus, end_s, weights, down)
     ratio = {a: delivered[a] / owed[a] if owed[a] else 1.0 for a in accounts}
     least = min(accounts, key=lambda a: (ratio[a], a)) if accounts else None

@@ -135,9 +135,13 @@ def load(path: Path, fmt: str) -> list[TraceJob]:
     return loaders[fmt](path)
 
 
-def load_outages(path: Path, fmt: str) -> list[NodeOutage]:
-    """The node failures a trace of ``fmt`` carries: only an exported Allot log has them."""
-    return read_log_outages(path) if fmt == "allot-log" else []
+def load_trace(path: Path, fmt: str) -> tuple[list[TraceJob], list[NodeOutage]]:
+    """The jobs of a trace and the node failures it carries (only an exported Allot log
+    has them), reading it once."""
+    if fmt != "allot-log":
+        return load(path, fmt), []
+    events = _log_events(path)
+    return _log_jobs(events), _log_outages(events)
 
 
 def read_outages(path: Path) -> list[NodeOutage]:
@@ -300,12 +304,15 @@ def _origin(events: list[Event]) -> int:
 
 
 def read_allot_log(path: Path) -> list[TraceJob]:
+    return _log_jobs(_log_events(path))
+
+
+def _log_jobs(events: list[Event]) -> list[TraceJob]:
     """The jobs of an exported Allot log as they were asked for, with the time they ran
     as their duration: jobs that never ran, or are still running, are left out."""
     submitted: dict[str, JobSubmitted] = {}
     started: dict[tuple[str, int], int] = {}
     ran: dict[str, float] = {}
-    events = _log_events(path)
     for event in events:
         if isinstance(event, JobSubmitted):
             submitted[event.job_id] = event
@@ -340,11 +347,10 @@ def read_allot_log(path: Path) -> list[TraceJob]:
     return jobs
 
 
-def read_log_outages(path: Path) -> list[NodeOutage]:
+def _log_outages(events: list[Event]) -> list[NodeOutage]:
     """The node failures of an exported Allot log: each node (numbered in the order nodes
     first registered) down from when it was last heard from until it registered again.
     Times count from the log's first submission; an outage over before it is left out."""
-    events = _log_events(path)
     origin = _origin(events)
     index: dict[str, int] = {}
     registered: dict[str, int] = {}  # node -> when it last registered

@@ -16,7 +16,7 @@ from allot.sim.trace import (
     check_outages,
     filled,
     load,
-    load_outages,
+    load_trace,
     read_outages,
 )
 from tests import builders as b
@@ -142,16 +142,17 @@ def test_node_failures_are_extracted_from_an_exported_log(tmp_path: Path) -> Non
         lost("n1", 200 * SECOND, 190 * SECOND),  # and never back
     ]
     write_log(tmp_path / "log.jsonl", events)
-    assert load_outages(tmp_path / "log.jsonl", "allot-log") == [
+    assert load_trace(tmp_path / "log.jsonl", "allot-log")[1] == [
         NodeOutage(node=0, down_s=180.0, up_s=None),
         NodeOutage(node=1, down_s=40.0, up_s=80.0),
     ]
-    assert load_outages(tmp_path / "log.jsonl", "canonical") == []
+    (tmp_path / "t.csv").write_text("job_id,submit_s,duration_s,gpus,account\na,0,1,1,x\n")
+    assert load_trace(tmp_path / "t.csv", "canonical")[1] == []
 
     # A node lost again before its first heartbeat since it came back is reported as last
     # seen before it registered: it is down from its registration, not twice at once.
     write_log(tmp_path / "again.jsonl", [*events[:5], lost("n2", 300 * SECOND, 50 * SECOND)])
-    again = load_outages(tmp_path / "again.jsonl", "allot-log")
+    again = load_trace(tmp_path / "again.jsonl", "allot-log")[1]
     assert again == [
         NodeOutage(node=1, down_s=40.0, up_s=80.0),
         NodeOutage(node=1, down_s=80.0, up_s=None),
