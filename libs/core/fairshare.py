@@ -143,6 +143,8 @@ class StandingsMemo:
 
     def __init__(self) -> None:
         self._usage: dict[str, _Counted] = {}  # path -> its usage as last counted
+        # The tree as of a version of the accounts: weights, and each parent's children.
+        self._tree: tuple[tuple[int, int], dict[str, int], _Children] | None = None
         self._key: tuple[object, ...] | None = None
         self._unchanged: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
@@ -150,16 +152,21 @@ class StandingsMemo:
 
     def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
         now -= now % RESOLUTION_NS
-        # Nothing charged, no account added, the same hour: the same ranking.
-        unchanged = (id(state), state.fair_share_version, state.usage_version,
-                     len(state.job_accounts), now, policy)  # fmt: skip
+        # Nothing charged, no account added (a job's new account is one), the same hour:
+        # the same ranking.
+        unchanged = (id(state), state.fair_share_version, state.usage_version, now, policy)
         if unchanged == self._unchanged:
             return self._value
-        weights = tree_weights(state)
+        tree = (id(state), state.fair_share_version)
+        if self._tree is None or self._tree[0] != tree:
+            weights = tree_weights(state)
+            self._tree = (tree, weights, _children_of(weights))
+        _, weights, children = self._tree
         usage = {path: self._usage_at(state, path, now, policy) for path in weights}
         key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
-            self._key, self._value, self._ranks = key, _ranked(weights, usage), None
+            self._key, self._value = key, _ranked(weights, usage, children)
+            self._ranks = None
         self._unchanged = unchanged
         return self._value
 
@@ -220,27 +227,38 @@ def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Stan
         path: usage_at(state.usage[path], now, policy) if path in state.usage else 0
         for path in weights
     }
-    return _ranked(weights, usage)
+    return _ranked(weights, usage, _children_of(weights))
 
 
-def _ranked(weights: dict[str, int], usage: dict[str, int]) -> dict[str, Standing]:
-    children: dict[str | None, list[str]] = {}
+_Children = dict[str | None, list[str]]  # parent (None: the top) -> its children, by path
+
+
+def _children_of(weights: dict[str, int]) -> _Children:
+    children: _Children = {}
     for path in sorted(weights):
         children.setdefault(parent_of(path), []).append(path)
+    return children
+
+
+def _ranked(
+    weights: dict[str, int], usage: dict[str, int], children: _Children
+) -> dict[str, Standing]:
     result: dict[str, Standing] = {}
 
     def visit(parent: str | None) -> None:
         siblings = children.get(parent, [])
         total_weight = sum(weights[p] for p in siblings)
         total_usage = sum(usage[p] for p in siblings)
-
-        def order(path: str) -> tuple[object, ...]:
-            # Unused accounts first, then by level factor, highest first (w / W over u / U,
-            # where W and U are the siblings' alike); ties by share, largest first.
-            weight, used = weights[path], usage[path]
-            return (bool(used), _HighestFirst(weight, used or 1), -weight, path)
-
-        for path in sorted(siblings, key=order):
+        # Unused accounts first, then by level factor, highest first (w / W over u / U,
+        # where W and U are the siblings' alike: w / u orders them alike); ties by share,
+        # largest first; then by path. w / u as a float decides unless two round alike
+        # (rounding never reverses an order), then the exact ratio does.
+        order = sorted(
+            (bool(used), -weight / (used or 1), _HighestFirst(weight, used or 1), -weight, p)
+            for p in siblings
+            for weight, used in [(weights[p], usage[p])]
+        )
+        for *_, path in order:
             result[path] = Standing(
                 account=path,
                 rank=len(result) + 1,

@@ -65,10 +65,15 @@ class NodeSpace:
 
 class Capacity:
     """The free GPUs of the schedulable nodes, indexed by model and free count so that a
-    best fit is found without scanning every node."""
+    best fit is found without scanning every node.
 
-    def __init__(self, spaces: Iterable[NodeSpace]):
+    Spaces are copied on write: a copy of the capacity, and the full nodes of a busy
+    cluster (``Capacity.of``), share their spaces until one side changes one. Read
+    ``nodes``; change it only with ``take`` and ``give``."""
+
+    def __init__(self, spaces: Iterable[NodeSpace], shared: Iterable[str] = ()):
         self.nodes: dict[str, NodeSpace] = {}
+        self._shared = set(shared)  # node ids whose space another capacity may read
         self.free_by_model: dict[str, int] = {}
         self._by_free: dict[str, dict[int, list[str]]] = {}  # model -> free -> node ids
         for space in sorted(spaces, key=lambda s: s.node_id):
@@ -81,23 +86,27 @@ class Capacity:
 
     @classmethod
     def of(cls, state: State) -> "Capacity":
-        spaces = []
+        spaces, full = [], []
         for node_id, node in state.nodes.items():
             if not node.schedulable:
                 continue
             taken = node.allocated
-            every, home, model, rack = _shape_of(node)
+            shape = _shape_of(node)
+            every, home, model, rack = shape
             if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
-                islands: list[list[int]] = [[] for _ in every]
+                spaces.append(_full_space(node_id, shape))
+                full.append(node_id)
             else:
                 islands = [[i for i in island if i not in taken] for island in every]
-            spaces.append(NodeSpace(node_id, model, rack, islands, home))
-        return cls(spaces)
+                spaces.append(NodeSpace(node_id, model, rack, islands, home))
+        return cls(spaces, full)
 
     def copy(self) -> "Capacity":
-        """An independent copy (its index copied, not rebuilt: reservations copy often)."""
+        """An independent copy (its index copied, not rebuilt, and its spaces shared until
+        written: reservations copy often)."""
         twin = Capacity(())
-        twin.nodes = {node_id: space.copy() for node_id, space in self.nodes.items()}
+        twin.nodes = dict(self.nodes)
+        self._shared, twin._shared = set(self.nodes), set(self.nodes)
         twin.free_by_model = dict(self.free_by_model)
         twin._by_free = {
             model: {free: list(ids) for free, ids in by_free.items()}
@@ -110,7 +119,7 @@ class Capacity:
         return sorted(self.free_by_model)
 
     def take(self, node_id: str, gpus: list[int]) -> None:
-        space = self.nodes[node_id]
+        space = self._own(node_id)
         self._unindex(space)
         taken = set(gpus)
         space.islands = [[i for i in island if i not in taken] for island in space.islands]
@@ -121,9 +130,9 @@ class Capacity:
 
     def give(self, node_id: str, gpus: list[int]) -> None:
         """GPUs become free again (released in an estimate, or handed back by a trial)."""
-        space = self.nodes.get(node_id)
-        if space is None:
+        if node_id not in self.nodes:
             return
+        space = self._own(node_id)
         self._unindex(space)
         for index in gpus:
             if index not in space.home:
@@ -175,6 +184,14 @@ class Capacity:
         return best
 
     # --- inside ---
+
+    def _own(self, node_id: str) -> NodeSpace:
+        """The node's space, copied first if another capacity may read it."""
+        space = self.nodes[node_id]
+        if node_id in self._shared:
+            self._shared.discard(node_id)
+            space = self.nodes[node_id] = space.copy()
+        return space
 
     def _spaces(self, model: str) -> list[NodeSpace]:
         return [
@@ -244,6 +261,19 @@ _Shape = tuple[list[list[int]], dict[int, int], str, str]  # islands, GPU -> isl
 # Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
 # labels change only when it registers again, which gives them new lists.
 _shapes: dict[str, tuple[tuple[object, object, object], _Shape]] = {}
+
+
+# Node id -> its shape, and a space of it with every GPU taken: shared by every capacity in
+# which the node is full, never written (``Capacity._own``).
+_full: dict[str, tuple[_Shape, NodeSpace]] = {}
+
+
+def _full_space(node_id: str, shape: _Shape) -> NodeSpace:
+    known = _full.get(node_id)
+    if known is None or known[0] is not shape:
+        every, home, model, rack = shape
+        known = _full[node_id] = (shape, NodeSpace(node_id, model, rack, [[] for _ in every], home))
+    return known[1]
 
 
 def _shape_of(node: NodeRecord) -> _Shape:

@@ -472,7 +472,7 @@ class _Cycle:
         self.preemptions: list[Preemption] = []
         self.holds: list[Hold] = []  # new holds, and emptied ones that end
         self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
-        for job_id in state.holding:
+        for job_id in state.holding if state.holds else ():  # jobs stop only for holds
             chosen = state.jobs[job_id].preemption
             if chosen is not None and "for" in chosen.params:
                 waiting = str(chosen.params["for"])

@@ -263,16 +263,22 @@ def stoppable_jobs(
     In no particular order: ``choose`` orders victims by cost and job id itself.
     ``time_slice_ns``: None where fair share stops nothing."""
     jobs, lowest, unfunded, sliced, sliceable = [], -1, False, set(), set()
+    every, running = state.jobs, JobStatus.RUNNING
     for job_id in state.holding:
-        job = state.jobs[job_id]
-        if not stoppable(job, now):
+        job = every[job_id]
+        # ``stoppable``, inlined: this runs for every holder in most cycles.
+        if job.status != running or job.preemption or job.stop or job.cancel_requested:
             continue
+        spec, ran = job.spec, now - (job.started_at or now)
+        if job.funded and ran < spec.min_runtime_ns:
+            continue  # protected
         jobs.append(job)
-        lowest = max(lowest, _TIER_RANK[job.spec.tier])
+        lowest = max(lowest, _TIER_RANK[spec.tier])
         unfunded = unfunded or not job.funded
-        if time_slice_ns is not None and _past_slice(job, now, time_slice_ns):
+        past_slice = time_slice_ns is not None and ran >= max(time_slice_ns, spec.min_runtime_ns)
+        if past_slice and spec.resumable:
             sliced.add(job_id)
-            sliceable.add(job.spec.account)
+            sliceable.add(spec.account)
     return Stoppable(
         jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliced=frozenset(sliced),
         sliceable=frozenset(sliceable), now=now, restart_overhead_ms=restart_overhead_ms,
@@ -371,12 +377,4 @@ def could_claim(stoppable: Stoppable | None, tier: str, grounds: Grounds) -> boo
             and grounds.under_share
             and bool(stoppable.sliceable & grounds.over_share)
         )
-    )
-
-
-def _past_slice(job: JobRecord, now: int, slice_ns: int) -> bool:
-    return (
-        job.spec.resumable
-        and job.started_at is not None
-        and now - job.started_at >= max(slice_ns, job.spec.min_runtime_ns)
     )

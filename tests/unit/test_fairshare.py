@@ -62,6 +62,14 @@ def test_every_child_of_a_better_sibling_ranks_above_every_child_of_a_worse_one(
     assert order == ["y", "y/idle", "y/busy", "x", "x/light", "x/heavy"]
 
 
+def test_level_factors_too_close_for_floats_are_ordered_exactly() -> None:
+    # 1 / 2**60 and 1 / (2**60 + 1) are the same float: were that all, the names would
+    # decide and "a" would come first.
+    state = cluster({"a": 1, "b": 1}, {"a": [(0, 2**60 + 1)], "b": [(0, 2**60)]})
+    ranks = standings(state, now=HOUR_NS, policy=POLICY)
+    assert (ranks["b"].rank, ranks["a"].rank) == (1, 2)
+
+
 def test_an_idle_account_rises_to_the_top_and_a_heavy_user_sinks() -> None:
     state = cluster({"a": 1, "b": 1, "c": 1}, {"a": [(0, 5000)], "b": [(0, 1000)]})
     ranks = standings(state, now=HOUR_NS, policy=POLICY)

@@ -71,6 +71,23 @@ def test_taken_gpus_are_not_offered_and_given_back_ones_are() -> None:
     assert capacity.largest(1, "node", capacity.models) == 2
 
 
+def test_a_copy_and_the_capacity_it_came_from_change_apart() -> None:
+    # "full" is full: busy cycles share its space until one of them changes it.
+    state = fold(
+        b.node("full", 2), b.node("free", 2), b.submitted("j", 2), b.plan(("j", "full", [0, 1]))
+    )
+    first, second = Capacity.of(state), Capacity.of(state)
+    copy = first.copy()
+    copy.give("full", [0])
+    copy.take("free", [0, 1])
+    first.give("full", [1])
+    assert placed(copy, 1, 1) == [("full", [0])]
+    assert placed(first, 1, 2) == [("free", [0, 1])]
+    assert placed(first, 1, 1) == [("full", [1])]
+    assert placed(second, 1, 1) == [("free", [0])]  # nothing given back to "full" here
+    assert second.largest(1, "node", second.models) == 2
+
+
 shapes = st.tuples(
     st.integers(1, 4),
     st.sampled_from([1, 2, 4, 8]),
