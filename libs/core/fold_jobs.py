@@ -307,12 +307,14 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         job.reason = None
         state.dequeue(job)
         state.holds.pop(job.job_id, None)
+        state.holder_changes.add(job.job_id)
     for preemption in e.preemptions:
         victim = state.jobs.get(preemption.job_id)
         if victim is None or victim.status != JobStatus.RUNNING or victim.preemption or victim.stop:
             state.note_ignored(seq, "PlanComputed.preemption", f"{preemption.job_id}: not running")
             continue
         victim.preemption = preemption
+        state.holder_changes.add(victim.job_id)
     for hold in e.holds:
         if not hold.placements:
             state.holds.pop(hold.job_id, None)  # let go: nothing is being stopped for it

@@ -200,6 +200,36 @@ class IgnoredEvent(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+class ChangeFeed:
+    """Keys in the order they changed, for a view to catch up on what changed since it
+    last looked instead of reading everything again. Only the latest are kept: a view
+    further behind than that reads everything again."""
+
+    KEEP = 4096
+
+    def __init__(self) -> None:
+        self._keys: list[str] = []
+        self._start = 0  # how many keys were dropped before ``_keys[0]``
+
+    @property
+    def end(self) -> int:
+        """A position to ask ``since`` from later."""
+        return self._start + len(self._keys)
+
+    def add(self, key: str) -> None:
+        self._keys.append(key)
+        if len(self._keys) > 2 * self.KEEP:
+            del self._keys[: self.KEEP]
+            self._start += self.KEEP
+
+    def since(self, position: int) -> list[str] | None:
+        """The keys changed after ``position`` (an ``end`` read before), in order, repeats
+        included; None if they are no longer all kept."""
+        if position < self._start:
+            return None
+        return self._keys[position - self._start :]
+
+
 class State:
     """Everything the log says, folded. Owned and mutated by ``allot.core.apply`` only."""
 
@@ -236,8 +266,11 @@ class State:
         self.usage_version = 0  # bumped with every charge
         self.nodes_version = 0  # bumped whenever a node changes (not what it holds)
         # Bumped whenever what jobs hold or the GPUs kept for waiting jobs may have changed,
-        # or how a holder runs (started, checkpointed, being stopped or cancelled).
+        # or how a holder runs (started, checkpointed, being stopped or cancelled)...
         self.holding_version = 0
+        # ...and the jobs that changed so, for views that catch up on them (node events
+        # change holders without naming them here: they bump ``nodes_version``).
+        self.holder_changes = ChangeFeed()
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0
@@ -293,5 +326,7 @@ def bumps(version: Literal["nodes_version", "holding_version"], rule: FoldRule) 
     def fold(state: State, seq: int, event: Any) -> None:
         rule(state, seq, event)
         setattr(state, version, getattr(state, version) + 1)
+        if version == "holding_version":
+            state.holder_changes.add(event.job_id)
 
     return fold

@@ -23,8 +23,8 @@ a gang spanning nodes takes victims cheapest per GPU first, then drops those it 
 not to need, dearest first. Ties: fewer victims, then node id, then job ids.
 """
 
-import bisect
-from collections.abc import Iterable, Iterator
+import heapq
+from collections.abc import Iterable
 
 import msgspec
 
@@ -262,70 +262,84 @@ def stoppable_jobs(
     """Computed once per cycle, then filtered for each waiting job by what it is owed.
     In no particular order: ``choose`` orders victims by cost and job id itself.
     ``time_slice_ns``: None where fair share stops nothing."""
-    jobs, lowest, unfunded, sliced, sliceable = [], -1, False, set(), set()
-    every, running = state.jobs, JobStatus.RUNNING
-    for job_id in state.holding:
-        job = every[job_id]
-        # ``stoppable``, inlined: this runs for every holder in most cycles.
-        if job.status != running or job.preemption or job.stop or job.cancel_requested:
-            continue
-        spec, ran = job.spec, now - (job.started_at or now)
-        if job.funded and ran < spec.min_runtime_ns:
-            continue  # protected
-        jobs.append(job)
-        lowest = max(lowest, _TIER_RANK[spec.tier])
-        unfunded = unfunded or not job.funded
-        past_slice = time_slice_ns is not None and ran >= max(time_slice_ns, spec.min_runtime_ns)
-        if past_slice and spec.resumable:
-            sliced.add(job_id)
-            sliceable.add(spec.account)
+    jobs = [job for job in map(state.jobs.__getitem__, state.holding) if stoppable(job, now)]
+    sliced = {job.job_id: job.spec.account for job in jobs if _past_slice(job, now, time_slice_ns)}
+    return _summed(jobs, sliced, now, restart_overhead_ms)
+
+
+def _summed(
+    jobs: list[JobRecord], sliced: dict[str, str], now: int, restart_overhead_ms: int
+) -> Stoppable:
+    """The stoppable ``jobs``, those of them ``sliced`` (job id -> account), and what they
+    sum up to."""
     return Stoppable(
-        jobs=jobs, lowest_tier=lowest, any_unfunded=unfunded, sliced=frozenset(sliced),
-        sliceable=frozenset(sliceable), now=now, restart_overhead_ms=restart_overhead_ms,
-    )  # fmt: skip
+        jobs=jobs,
+        lowest_tier=max((_TIER_RANK[job.spec.tier] for job in jobs), default=-1),
+        any_unfunded=not all(job.funded for job in jobs),
+        sliced=frozenset(sliced),
+        sliceable=frozenset(sliced.values()),
+        now=now,
+        restart_overhead_ms=restart_overhead_ms,
+    )
 
 
 class StoppableMemo:
-    """Keeps the stoppable jobs while what jobs hold stays the same (``State.holding_version``)
-    and the clock passes none of the times at which a running job's protection or time
-    slice ends: only those change which of them may be stopped."""
+    """Keeps the stoppable jobs between cycles and catches up on what changed: the holders
+    the log changed since (``State.holder_changes``), and the jobs whose protection or time
+    slice ended since. The same jobs as ``stoppable_jobs`` gives, in another order."""
 
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
-        # When a protection or a time slice ends, sorted; worked out once asked again with
-        # the same holders (most cycles find them changed).
-        self._turns: list[int] | None = None
+        self._read = 0  # how far into ``State.holder_changes`` it has caught up
+        self._now = 0
+        self._stoppable: dict[str, JobRecord] = {}
+        self._sliced: dict[str, str] = {}  # of those, the ones past their time slice -> account
+        self._turns: list[tuple[int, str]] = []  # (when, job): its standing may change then
         self._value: Stoppable | None = None
 
     def stoppable_jobs(
         self, state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
     ) -> Stoppable:
-        key = (id(state), state.holding_version, state.nodes_version, restart_overhead_ms,
-               time_slice_ns)  # fmt: skip
-        known = self._value
-        if known is not None and key == self._key:
-            if self._turns is None:
-                self._turns = sorted(_turns(state, time_slice_ns))
-            turns = self._turns
-            if bisect.bisect_right(turns, now) == bisect.bisect_right(turns, known.now):
-                return known if known.now == now else msgspec.structs.replace(known, now=now)
-        self._key, self._turns = key, None
-        self._value = stoppable_jobs(state, now, restart_overhead_ms, time_slice_ns)
+        # Nodes lost or back change holders without naming them; a clock that went back
+        # would undo turns taken.
+        key = (id(state), state.nodes_version, restart_overhead_ms, time_slice_ns)
+        fresh = key != self._key or now < self._now
+        changed = None if fresh else state.holder_changes.since(self._read)
+        if changed is None:
+            self._key, self._stoppable, self._sliced, self._turns = key, {}, {}, []
+            changed, self._value = list(state.holding), None
+        self._read, self._now = state.holder_changes.end, now
+        while self._turns and self._turns[0][0] <= now:
+            changed.append(heapq.heappop(self._turns)[1])
+        for job_id in changed:
+            self._look_at(state, job_id, now, time_slice_ns)
+        if changed or self._value is None:
+            jobs = list(self._stoppable.values())
+            self._value = _summed(jobs, dict(self._sliced), now, restart_overhead_ms)
+        elif self._value.now != now:
+            self._value = msgspec.structs.replace(self._value, now=now)
         return self._value
 
+    def _look_at(self, state: State, job_id: str, now: int, time_slice_ns: int | None) -> None:
+        """Where the job stands now, and when that may change by the clock alone."""
+        self._stoppable.pop(job_id, None)
+        self._sliced.pop(job_id, None)
+        job = state.jobs.get(job_id)
+        if job is None or job_id not in state.holding:
+            return
+        if job.started_at is not None and job.funded:
+            self._turn(job.started_at + job.spec.min_runtime_ns, job_id, now)
+        slice_ends = _slice_ends(job, time_slice_ns)
+        if slice_ends is not None:
+            self._turn(slice_ends, job_id, now)
+        if stoppable(job, now):
+            self._stoppable[job_id] = job
+            if _past_slice(job, now, time_slice_ns):
+                self._sliced[job_id] = job.spec.account
 
-def _turns(state: State, time_slice_ns: int | None) -> Iterator[int]:
-    """The times at which a job holding GPUs may become stoppable (its protection ends)
-    or pass its time slice."""
-    for job_id in state.holding:
-        job = state.jobs[job_id]
-        started = job.started_at
-        if started is None:
-            continue
-        if job.funded:
-            yield started + job.spec.min_runtime_ns
-        if time_slice_ns is not None and job.spec.resumable:
-            yield started + max(time_slice_ns, job.spec.min_runtime_ns)
+    def _turn(self, at: int, job_id: str, now: int) -> None:
+        if at > now:
+            heapq.heappush(self._turns, (at, job_id))
 
 
 def candidates(
@@ -378,3 +392,16 @@ def could_claim(stoppable: Stoppable | None, tier: str, grounds: Grounds) -> boo
             and bool(stoppable.sliceable & grounds.over_share)
         )
     )
+
+
+def _slice_ends(job: JobRecord, slice_ns: int | None) -> int | None:
+    """When fair share may stop the job: past its time slice, and never inside its
+    minimum runtime; None if it never may (it cannot resume, or fair share stops nothing)."""
+    if slice_ns is None or not job.spec.resumable or job.started_at is None:
+        return None
+    return job.started_at + max(slice_ns, job.spec.min_runtime_ns)
+
+
+def _past_slice(job: JobRecord, now: int, slice_ns: int | None) -> bool:
+    ends = _slice_ends(job, slice_ns)
+    return ends is not None and now >= ends

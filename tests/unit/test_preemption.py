@@ -9,16 +9,26 @@ from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
 from allot.core.executor import Account, Requeue, due
+from allot.core.model import ChangeFeed
 from allot.core.placement import Capacity
-from allot.core.preemption import Victim, choose, cost_of, protected
+from allot.core.preemption import (
+    StoppableMemo,
+    Victim,
+    choose,
+    cost_of,
+    protected,
+    stoppable_jobs,
+)
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
     BudgetGranted,
     Event,
+    JobCancelRequested,
     JobCheckpointed,
     JobRequeued,
     NodeCordoned,
+    Preemption,
     StopRequested,
     UsageCharged,
 )
@@ -391,3 +401,89 @@ def test_an_account_over_its_share_yields_a_resumable_job_past_its_time_slice() 
     assert [(p.job_id, p.code) for p in decided.preemptions] == [("hog", "FAIR_SHARE")]
     # Inside its 4-hour slice it runs on.
     assert plan(hog_and_owed(3 * HOUR), NOW, DEFAULT_POLICY).preemptions == []
+
+
+# The stoppable jobs as a planner keeps them between cycles: a random history of holders
+# (funded and protected, resumable past their time slice, stopped, ended, requeued, their
+# node lost) with the clock moving on by up to three hours, each step checked against the
+# list worked out afresh.
+MEMO_JOBS = ["a", "b", "c", "d", "e", "f"]
+_minutes = st.integers(0, 180).map(lambda m: m * 60 * S)
+
+
+def _runs(job_id: str, node: str, gpus: list[int], funded: bool, **spec: Any) -> list[Event]:
+    admission = msgspec.structs.replace(b.admission(job_id, (node, gpus)), funded=funded)
+    return [
+        b.submitted(job_id, len(gpus), **spec),
+        b.plan(admission),
+        b.started(job_id, node, gpus),
+    ]
+
+
+def _preempting(job_id: str) -> list[Event]:
+    chosen = Preemption(job_id=job_id, code="TIER", params={"for": "x"})
+    return [msgspec.structs.replace(b.plan(), preemptions=[chosen])]
+
+
+def _one(event: Event) -> list[Event]:
+    return [event]
+
+
+jobs_, nodes_ = st.sampled_from(MEMO_JOBS), st.sampled_from(["n1", "n2"])
+runs = st.builds(
+    _runs,
+    jobs_,
+    nodes_,
+    st.sampled_from([[0], [1], [2, 3], [4, 5, 6, 7]]),
+    st.booleans(),
+    resumable=st.booleans(),
+    min_runtime_ns=st.sampled_from([0, HOUR, 5 * HOUR]),
+)
+holder_steps = st.one_of(
+    runs,
+    runs,
+    st.builds(_preempting, jobs_),
+    st.builds(
+        lambda j: [StopRequested(meta=b.meta(), job_id=j, grace_ns=1, reason="r", attempt=0)],
+        jobs_,
+    ),
+    st.builds(lambda j, n: [b.exited(j, n)], jobs_, nodes_),
+    st.builds(lambda j: [b.preempted(j)], jobs_),
+    st.builds(lambda j: [JobRequeued(meta=b.meta(), job_id=j, reason="r")], jobs_),
+    st.builds(lambda j: [JobCancelRequested(meta=b.meta(), job_id=j)], jobs_),
+    st.builds(lambda n: [b.lost(n)], nodes_),
+    st.builds(lambda n: [b.node(n, 8)], nodes_),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(holder_steps, _minutes), max_size=30))
+def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
+    steps: list[tuple[list[Event], int]],
+) -> None:
+    state, memo = fold(b.node("n1", 8), b.node("n2", 8)), StoppableMemo()
+    now = 0
+    for events, step in steps:
+        now += step
+        for event in events:
+            apply(state, state.seq + 1, msgspec.structs.replace(event, meta=b.meta(now)))
+        kept = memo.stoppable_jobs(state, now, 60_000, 4 * HOUR)
+        fresh = stoppable_jobs(state, now, 60_000, 4 * HOUR)
+        assert sorted(j.job_id for j in kept.jobs) == sorted(j.job_id for j in fresh.jobs)
+        assert msgspec.structs.replace(kept, jobs=[]) == msgspec.structs.replace(fresh, jobs=[])
+
+
+def test_a_change_feed_tells_what_changed_since_until_it_no_longer_keeps_it() -> None:
+    feed = ChangeFeed()
+    start = feed.end
+    for key in ("a", "b", "a"):
+        feed.add(key)
+    assert feed.since(start) == ["a", "b", "a"]
+    assert feed.since(feed.end) == []
+    while feed.end < 2 * ChangeFeed.KEEP:  # as many as it keeps at most
+        feed.add("x")
+    assert feed.since(start) == ["a", "b", "a"] + ["x"] * (2 * ChangeFeed.KEEP - 3)
+    last = feed.end
+    feed.add("y")  # one more: the oldest are dropped
+    assert feed.since(start) is None  # a reader that far behind reads everything again
+    assert feed.since(last) == ["y"]
