@@ -148,7 +148,7 @@ class StandingsMemo:
         self._key: tuple[object, ...] | None = None
         self._unchanged: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
-        self._ranks: dict[str, AccountRank] | None = None
+        self._ranks: dict[str, AccountRank] = {}
 
     def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
         now -= now % RESOLUTION_NS
@@ -166,15 +166,17 @@ class StandingsMemo:
         key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
             self._key, self._value = key, _ranked(weights, usage, children)
-            self._ranks = None
+            self._ranks = {}
         self._unchanged = unchanged
         return self._value
 
-    def account_ranks(self) -> dict[str, AccountRank]:
-        """The last ranking as plans state it, converted once per ranking."""
-        if self._ranks is None:
-            self._ranks = account_ranks(self._value)
-        return self._ranks
+    def account_rank(self, account: str) -> AccountRank:
+        """An account's standing in the last ranking, as plans state it: converted once per
+        ranking, and only for the accounts a plan states (those with waiting jobs)."""
+        rank = self._ranks.get(account)
+        if rank is None:
+            rank = self._ranks[account] = account_rank(self._value[account])
+        return rank
 
     def _usage_at(self, state: State, path: str, now: int, policy: FairSharePolicy) -> int:
         usage = state.usage.get(path)
@@ -291,19 +293,16 @@ class _HighestFirst:
     __hash__ = None  # type: ignore[assignment]
 
 
-def account_ranks(ranked: dict[str, Standing]) -> dict[str, AccountRank]:
-    """Each account's standing as plans record it, in integers."""
-    return {
-        account: AccountRank(
-            account=account,
-            rank=standing.rank,
-            share_ppm=standing.share_ppm,
-            usage_ppm=standing.usage_ppm,
-            usage_gpu_ms=standing.usage_gpu_ms,
-            level_factor_ppm=standing.level_factor_ppm,
-        )
-        for account, standing in ranked.items()
-    }
+def account_rank(standing: Standing) -> AccountRank:
+    """An account's standing as plans record it, in integers."""
+    return AccountRank(
+        account=standing.account,
+        rank=standing.rank,
+        share_ppm=standing.share_ppm,
+        usage_ppm=standing.usage_ppm,
+        usage_gpu_ms=standing.usage_gpu_ms,
+        level_factor_ppm=standing.level_factor_ppm,
+    )
 
 
 def tree_weights(state: State) -> dict[str, int]:

@@ -44,7 +44,7 @@ from allot.core.fairshare import (
     FairSharePolicy,
     Standing,
     StandingsMemo,
-    account_ranks,
+    account_rank,
     standings,
 )
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
@@ -206,13 +206,11 @@ def plan(
     ``whole_queue`` looks at every job, for showing each one's reason: what ``allot
     queue`` and ``allot explain`` do."""
     ranked: dict[str, Standing] = {}
-    ranks: dict[str, AccountRank] = {}
     if _uses_fair_share(policy) and memo is not None:
         ranked = memo.standings.standings(state, now, policy.fair_share)
-        ranks = memo.standings.account_ranks()
     elif _uses_fair_share(policy):
         ranked = standings(state, now, policy.fair_share)
-        ranks = account_ranks(ranked)
+    rank_of = memo.standings.account_rank if memo is not None else lambda a: account_rank(ranked[a])
     frame = memo.quota_frame(state) if memo is not None and policy.quotas else None
     cycle = _Cycle(state, now, policy, ranked, frame, memo)
     queued: Iterator[tuple[int, JobRecord]] = enumerate(_ordered(state, ranked, now, policy), 1)
@@ -245,7 +243,7 @@ def plan(
         admissions=[cycle.admission(a) for a in cycle.admitted],
         pending=stated
         + [PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at],
-        ranks=[ranks[a] for a in _waiting_accounts(state) if a in ranks],
+        ranks=[rank_of(a) for a in _waiting_accounts(state) if a in ranked],
         waiting=cycle.waiting,
         reservation=cycle.reservation,
         preemptions=cycle.preemptions,
@@ -843,10 +841,6 @@ class _Cycle:
         account's smallest waiting job), so a cycle where no queue could skips the scan.
         ``running`` is needed for, and given with, the grounds other than RECLAIM."""
         budgets, best = self.state.budgets, dict[str, Grounds]()
-        smallest: dict[str, int] = {}  # account -> the fewest GPUs one of its jobs needs
-        for gpus in sorted(self.state.sized_queues):
-            for _, account in self.state.sized_queues[gpus]:
-                smallest.setdefault(account, gpus)
         claims = {}
         for tier, account in self.state.queues:
             grounds = best.get(account)
@@ -854,12 +848,21 @@ class _Cycle:
                 standing = self.ranked.get(account)
                 grounds = best[account] = Grounds(
                     funded=bool(budgets) and any(path in budgets for path in ancestry(account)),
-                    reclaims_from=self._reclaims(account, smallest[account]),
+                    reclaims_from=frozenset(),  # judged below, where no other ground holds
                     under_share=standing is None or not standing.over_share,
                     over_share=over_share,
                     allowed=allowed,
                 )
             claims[tier, account] = could_claim(running, tier, grounds)
+        unclaimed = {account for (_, account), claim in claims.items() if not claim}
+        if unclaimed and RECLAIM in allowed:  # reclaiming asks the quota book: only if needed
+            smallest: dict[str, int] = {}  # account -> the fewest GPUs one of its jobs needs
+            for gpus in sorted(self.state.sized_queues):
+                for _, account in self.state.sized_queues[gpus]:
+                    if account in unclaimed:
+                        smallest.setdefault(account, gpus)
+            reclaiming = {a for a in unclaimed if self._reclaims(a, smallest[a])}
+            claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
         return claims
 
     def _reclaims(self, account: str, gpus: int) -> frozenset[str]:

@@ -224,9 +224,7 @@ def _free(capacity: Capacity, victim: Victim, free: bool) -> None:
 def draining(state: State, now: int) -> list[tuple[str, str]]:
     """(job id, node id) of jobs to stop because their node is being drained, by job."""
     found = {}
-    for node_id, node in sorted(state.nodes.items()):
-        if not node.draining:
-            continue
+    for node_id, node in sorted(i for i in state.nodes.items() if i[1].draining):
         for job_id in sorted(set(node.allocated.values())):
             if job_id not in found and stoppable(state.jobs[job_id], now):
                 found[job_id] = node_id
@@ -365,7 +363,7 @@ def candidates(
             code = TIER
         elif by_funding and not job.funded:
             code = FUNDED
-        elif reclaims and any(a in reclaims for a in ancestry(job.spec.account)):
+        elif reclaims and not reclaims.isdisjoint(ancestry(job.spec.account)):
             code = RECLAIM
         elif by_share and job.job_id in sliced and job.spec.account in over_share:
             code = FAIR_SHARE
