@@ -174,6 +174,9 @@ class PlanMemo:
         self.stoppable = StoppableMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
+        self._ends = _Ends()
+        self._ends_key: tuple[int, int] | None = None
+        self._ends_read = 0  # how far into ``State.holder_changes`` ``_ends`` has caught up
 
     def quota_frame(self, state: State) -> QuotaFrame:
         key = (id(state), state.fair_share_version, state.nodes_version)
@@ -185,8 +188,19 @@ class PlanMemo:
         """What follows from the jobs holding GPUs, kept while they stay as they are."""
         key = (id(state), state.holding_version, state.nodes_version)
         if self._holders is None or self._holders[0] != key:
-            self._holders = (key, _Holders(state))
+            self._holders = (key, _Holders(state, lambda: self.ends(state)))
         return self._holders[1]
+
+    def ends(self, state: State) -> "_Ends":
+        """When the holders end, caught up with the holders the log changed since it was
+        last asked (a lost node changes holders without naming them: all are read again)."""
+        key = (id(state), state.nodes_version)
+        changed = state.holder_changes.since(self._ends_read) if key == self._ends_key else None
+        if changed is None:
+            self._ends, self._ends_key, changed = _Ends(), key, list(state.holding)
+        self._ends_read = state.holder_changes.end
+        self._ends.update(state, changed)
+        return self._ends
 
 
 def plan(
@@ -391,43 +405,64 @@ class _Holders:
     """What a cycle works out from the jobs holding GPUs and may reuse while they stay as
     they are: when they end (worked out once asked), and the reservations made."""
 
-    def __init__(self, state: State):
+    def __init__(self, state: State, ends: Callable[[], "_Ends"] | None = None):
         self._state = state
+        self._ask_ends = ends or (lambda: _Ends().update(state, state.holding))
         self._ends: _Ends | None = None
         self.reservations: dict[tuple[object, ...], _Reserved] = {}  # see _reservation_key
 
     @property
     def ends(self) -> "_Ends":
         if self._ends is None:
-            self._ends = _Ends(self._state)
+            self._ends = self._ask_ends()
         return self._ends
 
 
 class _Ends:
-    """When the jobs holding GPUs end by their declared runtimes, worked out once while
-    they hold what they hold: ``listed`` as (the end, or None for a job admitted but not
-    started, its runtime, job id, its GPUs by node), and ``released`` as a cycle uses them
-    when none has ended in the past (soonest first, ties by job id)."""
+    """When the jobs holding GPUs end by their declared runtimes: ``listed`` as (the end, or
+    None for a job admitted but not started, its runtime, job id, its GPUs by node), and
+    ``released`` as a cycle uses them when none has ended in the past (soonest first, ties
+    by job id). Kept up to date job by job (``update``), not worked out again."""
 
-    def __init__(self, state: State):
-        self.listed: list[tuple[int | None, int, str, dict[str, list[int]]]] = []
-        for job_id in state.holding:  # in any order: sorted below
-            job = state.jobs[job_id]
-            runtime = job.spec.max_runtime_ns
-            if runtime is not None:
-                started = job.started_at if job.status == JobStatus.RUNNING else None
-                end = None if started is None else started + runtime
-                self.listed.append((end, runtime, job_id, job.placements))
-        ordered = sorted((end, job_id, placed) for end, _, job_id, placed in self.listed
-                         if end is not None)  # fmt: skip
-        self.released = [(end, placed) for end, _, placed in ordered]
-        self.order = [(end, job_id) for end, job_id, _ in ordered]  # what released is sorted by
-        self._earliest = ordered[0][0] if ordered else None
-        self._all_running = len(ordered) == len(self.listed)
+    def __init__(self) -> None:
+        # Job id -> its end (None: not started), runtime and GPUs by node.
+        self._entries: dict[str, tuple[int | None, int, dict[str, list[int]]]] = {}
+        self.order: list[tuple[int, str]] = []  # (end, job id) of the started: released's order
+        self.released: list[tuple[int, dict[str, list[int]]]] = []
+        self._unstarted = 0
+
+    def update(self, state: State, job_ids: Iterable[str]) -> "_Ends":
+        """Take in what ``job_ids`` hold now, if they still hold GPUs."""
+        for job_id in job_ids:
+            known = self._entries.pop(job_id, None)
+            if known is not None and known[0] is None:
+                self._unstarted -= 1
+            elif known is not None:
+                at = bisect.bisect_left(self.order, (known[0], job_id))
+                del self.order[at], self.released[at]
+            job = state.jobs.get(job_id)
+            runtime = None if job is None else job.spec.max_runtime_ns
+            if job is None or runtime is None or job_id not in state.holding:
+                continue
+            started = job.started_at if job.status == JobStatus.RUNNING else None
+            end = None if started is None else started + runtime
+            self._entries[job_id] = (end, runtime, job.placements)
+            if end is None:
+                self._unstarted += 1
+            else:
+                at = bisect.bisect_left(self.order, (end, job_id))
+                self.order.insert(at, (end, job_id))
+                self.released.insert(at, (end, job.placements))
+        return self
+
+    @property
+    def listed(self) -> list[tuple[int | None, int, str, dict[str, list[int]]]]:
+        return [(end, runtime, job_id, placed) for job_id, (end, runtime, placed)
+                in self._entries.items()]  # fmt: skip
 
     def timeless(self, now: int) -> bool:
         """Whether ``released`` holds at ``now``: every end known and none before it."""
-        return self._all_running and (self._earliest is None or self._earliest >= now)
+        return not self._unstarted and (not self.order or self.order[0][0] >= now)
 
 
 class _Admitted(msgspec.Struct, kw_only=True):
