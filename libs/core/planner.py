@@ -311,15 +311,18 @@ def _ordered(
         job = jobs[entries[0][1]]
         heads.append((key(n, job), n, 0, job))
     heapq.heapify(heads)
+    replace, pop = heapq.heapreplace, heapq.heappop
     while heads:
         _, n, i, job = heads[0]
         yield job
         entries, i = queues[n], i + 1
         if i < len(entries):
             job = jobs[entries[i][1]]
-            heapq.heapreplace(heads, (key(n, job), n, i, job))
+            waited = now - job.submitted_at  # ``key``, inlined: this runs for every job
+            lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
+            replace(heads, (bases[n] - (lift << _SEQ_BITS) + job.submitted_seq, n, i, job))
         else:
-            heapq.heappop(heads)
+            pop(heads)
 
 
 # A job's key packs its order into one integer (the merge compares keys a hundred times a
@@ -576,14 +579,16 @@ class _Cycle:
         looked = {w.reason.job_id for w in self.waiting} | {a.job.job_id for a in self.admitted}
         left = self._left()
         for job in _ordered(self.state, self.ranked, self.now, self.policy, left):
-            if limit == 0 or self.no_room():
+            if limit == 0:
                 return
             if job.job_id in looked or job.job_id in self.state.holds or job.spec.total_gpus > left:
                 continue  # looked at, or kept for; or what is left shrank since the merge began
             limit -= 1
             verdict, _ = self._verdict(job, self._ends_before_reservation(job))
             if isinstance(verdict, list):
-                self._admit(job, verdict)
+                self._admit(job, verdict)  # only an admission leaves less room
+                if self.no_room():
+                    return
                 left = self._left()
 
     def _left(self) -> int:
