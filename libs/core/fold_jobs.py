@@ -1,5 +1,6 @@
 """Fold rules for jobs and plans: submission to end, admissions, requeues."""
 
+from allot.core.accounts import ancestry
 from allot.core.model import (
     FoldRule,
     Ignore,
@@ -57,11 +58,12 @@ def release(state: State, job: JobRecord, at: int) -> None:
                 del node.allocated[index]
     amounts = state.holding.pop(job.job_id, None)
     if amounts is not None:
-        held = state.held[job.spec.account]
-        for resource, amount in amounts.items():
-            held[resource] -= amount
-        if not any(held.values()):
-            del state.held[job.spec.account]
+        for path in ancestry(job.spec.account):
+            held = state.held[path]
+            for resource, amount in amounts.items():
+                held[resource] -= amount
+            if not any(held.values()):
+                del state.held[path]
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
@@ -296,9 +298,10 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         model = model_of(state.nodes[admission.placements[0].node_id])
         gpus = sum(len(p.gpus) for p in admission.placements)
         amounts = state.holding[job.job_id] = needs(job.spec, model, gpus)
-        held = state.held.setdefault(job.spec.account, {})
-        for resource, amount in amounts.items():
-            held[resource] = held.get(resource, 0) + amount
+        for path in ancestry(job.spec.account):
+            held = state.held.setdefault(path, {})
+            for resource, amount in amounts.items():
+                held[resource] = held.get(resource, 0) + amount
         job.status = JobStatus.ADMITTED
         job.placements = {p.node_id: list(p.gpus) for p in admission.placements}
         job.started_on, job.exited_on = {}, {}

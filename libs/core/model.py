@@ -255,7 +255,8 @@ class State:
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
         # Job holding GPUs (admitted or running) -> what it holds of each quota resource,
-        # and those summed per account: a planning cycle reads these, not every node.
+        # and those summed per account path, below it included: a planning cycle reads
+        # these, not every node.
         self.holding: dict[str, dict[str, int]] = {}
         self.held: dict[str, dict[str, int]] = {}
         # Waiting job -> GPUs kept for it while the jobs preempted for it stop.

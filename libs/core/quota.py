@@ -110,12 +110,8 @@ class QuotaBook:
         # (account, GPUs) -> the version, and whom it could reclaim from then.
         self._borrowers: dict[tuple[str, int], tuple[int, frozenset[str]]] = {}
         self._over: dict[str, tuple[int, frozenset[str]]] = {}  # cohort -> version, borrowers
-        if self.active:
-            for account, amounts in state.held.items():  # sums: the order does not matter
-                for path in ancestry(account):
-                    used = self._used.setdefault(path, {})
-                    for resource, amount in amounts.items():
-                        used[resource] = used.get(resource, 0) + amount
+        if self.active:  # copied: the cycle charges its admissions to it
+            self._used = {path: dict(amounts) for path, amounts in state.held.items()}
         strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
         for path in self._used:
             if path not in self._settings:

@@ -582,3 +582,19 @@ def test_the_plan_memo_never_changes_a_plan(sequence: list[Event], clock: list[i
         now += step
         remembered = plan(state, now, DEFAULT_POLICY, memo)
         assert remembered == plan(state, now, DEFAULT_POLICY)
+
+
+def test_what_jobs_hold_is_summed_per_account_path_ancestors_included() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.submitted("a", 2, account="lab/a"),
+        b.submitted("b", 1, account="lab/b"),
+        b.plan(("a", "n1", [0, 1]), ("b", "n1", [2])),
+    )
+    assert {path: held["gpu"] for path, held in state.held.items()} == {
+        "lab/a": 2,
+        "lab/b": 1,
+        "lab": 3,
+    }
+    apply(state, state.seq + 1, b.exited("a", "n1"))
+    assert {path: held["gpu"] for path, held in state.held.items()} == {"lab/b": 1, "lab": 1}
