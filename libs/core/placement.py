@@ -72,11 +72,12 @@ class Capacity:
     ``nodes``; change it only with ``take`` and ``give``."""
 
     def __init__(self, spaces: Iterable[NodeSpace], shared: Iterable[str] = ()):
+        """``spaces`` in node id order."""
         self.nodes: dict[str, NodeSpace] = {}
         self._shared = set(shared)  # node ids whose space another capacity may read
         self.free_by_model: dict[str, int] = {}
         self._by_free: dict[str, dict[int, list[str]]] = {}  # model -> free -> node ids
-        for space in sorted(spaces, key=lambda s: s.node_id):
+        for space in spaces:
             self.nodes[space.node_id] = space
             self.free_by_model[space.model] = self.free_by_model.get(space.model, 0) + space.free
             if space.free:
@@ -85,13 +86,11 @@ class Capacity:
                 )
 
     @classmethod
-    def of(cls, state: State) -> "Capacity":
+    def of(cls, state: State, nodes: "list[Schedulable] | None" = None) -> "Capacity":
+        """The free GPUs of ``state``'s ``schedulable`` nodes (worked out if not given)."""
         spaces, full = [], []
-        for node_id, node in state.nodes.items():
-            if not node.schedulable:
-                continue
+        for node_id, node, shape in schedulable(state) if nodes is None else nodes:
             taken = node.allocated
-            shape = _shape_of(node)
             every, home, model, rack = shape
             if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
                 spaces.append(_full_space(node_id, shape))
@@ -258,6 +257,16 @@ class Capacity:
 
 
 _Shape = tuple[list[list[int]], dict[int, int], str, str]  # islands, GPU -> island, model, rack
+Schedulable = tuple[str, NodeRecord, _Shape]  # a node that takes work, and its shape
+
+
+def schedulable(state: State) -> list[Schedulable]:
+    """The nodes that take work, by id, with their shapes: what changes only with
+    ``State.nodes_version``, so a planner may keep it between cycles."""
+    return [(node_id, node, _shape_of(node)) for node_id, node in sorted(state.nodes.items())
+            if node.schedulable]  # fmt: skip
+
+
 # Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
 # labels change only when it registers again, which gives them new lists.
 _shapes: dict[str, tuple[tuple[object, object, object], _Shape]] = {}

@@ -48,7 +48,7 @@ from allot.core.fairshare import (
     standings,
 )
 from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
-from allot.core.placement import Capacity
+from allot.core.placement import Capacity, Schedulable, schedulable
 from allot.core.preemption import (
     DRAIN,
     FAIR_SHARE,
@@ -173,6 +173,7 @@ class PlanMemo:
         self.standings = StandingsMemo()
         self.stoppable = StoppableMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
+        self._nodes: tuple[tuple[int, int], list[Schedulable]] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
         self._ends = _Ends()
         self._ends_key: tuple[int, int] | None = None
@@ -183,6 +184,12 @@ class PlanMemo:
         if self._frame is None or self._frame[0] != key:
             self._frame = (key, QuotaFrame(state))
         return self._frame[1]
+
+    def schedulable(self, state: State) -> list[Schedulable]:
+        key = (id(state), state.nodes_version)
+        if self._nodes is None or self._nodes[0] != key:
+            self._nodes = (key, schedulable(state))
+        return self._nodes[1]
 
     def holders(self, state: State) -> "_Holders":
         """What follows from the jobs holding GPUs, kept while they stay as they are."""
@@ -491,7 +498,7 @@ class _Cycle:
         self.memo = memo
         # Without a memo, what follows from the holders is still worked out once a cycle.
         self._holders = memo.holders(state) if memo is not None else _Holders(state)
-        self.capacity = Capacity.of(state)
+        self.capacity = Capacity.of(state, memo.schedulable(state) if memo is not None else None)
         # GPUs kept for jobs that preempted others: nobody else takes them once free.
         for placements in state.holds.values():
             self._hold(placements, take=True)
