@@ -253,13 +253,14 @@ def _ranked(
         total_usage = sum(usage[p] for p in siblings)
         # Unused accounts first, then by level factor, highest first (w / W over u / U,
         # where W and U are the siblings' alike: w / u orders them alike); ties by share,
-        # largest first; then by path. w / u as a float decides unless two round alike
-        # (rounding never reverses an order), then the exact ratio does.
+        # largest first; then by path. w * 2**64 // u decides unless two are equal (the
+        # floor never reverses an order), then the exact ratio does.
         order = sorted(
-            (bool(used), -weight / (used or 1), _HighestFirst(weight, used or 1), -weight, p)
+            (bool(used), -((weight << 64) // (used or 1)), _HighestFirst(weight, used or 1),
+             -weight, p)
             for p in siblings
             for weight, used in [(weights[p], usage[p])]
-        )
+        )  # fmt: skip
         for *_, path in order:
             result[path] = Standing(
                 account=path,

@@ -59,7 +59,9 @@ def release(state: State, job: JobRecord, at: int) -> None:
     amounts = state.holding.pop(job.job_id, None)
     if amounts is not None:
         for path in ancestry(job.spec.account):
-            held = state.held[path]
+            held = state.held.get(path)
+            if held is None:  # dropped at zero: a job holding nothing leaves nothing to take
+                continue
             for resource, amount in amounts.items():
                 held[resource] -= amount
             if not any(held.values()):

@@ -223,9 +223,10 @@ class ChangeFeed:
             self._start += self.KEEP
 
     def since(self, position: int) -> list[str] | None:
-        """The keys changed after ``position`` (an ``end`` read before), in order, repeats
-        included; None if they are no longer all kept."""
-        if position < self._start:
+        """The keys changed after ``position`` (an ``end`` of this feed read before), in
+        order, repeats included; None if they are no longer all kept, or ``position`` was
+        never one of this feed's."""
+        if not self._start <= position <= self.end:
             return None
         return self._keys[position - self._start :]
 

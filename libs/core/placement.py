@@ -105,6 +105,7 @@ class Capacity:
         written: reservations copy often)."""
         twin = Capacity(())
         twin.nodes = dict(self.nodes)
+        # Both now read the same spaces: each copies one before it first changes it.
         self._shared, twin._shared = set(self.nodes), set(self.nodes)
         twin.free_by_model = dict(self.free_by_model)
         twin._by_free = {

@@ -47,7 +47,7 @@ from allot.core.fairshare import (
     account_rank,
     standings,
 )
-from allot.core.model import HOUR_NS, JobRecord, JobStatus, State
+from allot.core.model import HOUR_NS, ChangeFeed, JobRecord, JobStatus, State
 from allot.core.placement import Capacity, Schedulable, schedulable
 from allot.core.preemption import (
     DRAIN,
@@ -176,7 +176,7 @@ class PlanMemo:
         self._nodes: tuple[tuple[int, int], list[Schedulable]] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
         self._ends = _Ends()
-        self._ends_key: tuple[int, int] | None = None
+        self._ends_key: tuple[ChangeFeed, int] | None = None  # the feed kept: see ``ends``
         self._ends_read = 0  # how far into ``State.holder_changes`` ``_ends`` has caught up
 
     def quota_frame(self, state: State) -> QuotaFrame:
@@ -200,8 +200,10 @@ class PlanMemo:
 
     def ends(self, state: State) -> "_Ends":
         """When the holders end, caught up with the holders the log changed since it was
-        last asked (a lost node changes holders without naming them: all are read again)."""
-        key = (id(state), state.nodes_version)
+        last asked. All are read again for another state (its feed is kept, so that its
+        identity is not another's) or when a node changed (a lost node changes holders
+        without naming them)."""
+        key = (state.holder_changes, state.nodes_version)
         changed = state.holder_changes.since(self._ends_read) if key == self._ends_key else None
         if changed is None:
             self._ends, self._ends_key, changed = _Ends(), key, list(state.holding)

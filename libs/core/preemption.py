@@ -298,9 +298,10 @@ class StoppableMemo:
     def stoppable_jobs(
         self, state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
     ) -> Stoppable:
-        # Nodes lost or back change holders without naming them; a clock that went back
-        # would undo turns taken.
-        key = (id(state), state.nodes_version, restart_overhead_ms, time_slice_ns)
+        # Another state (its feed, kept, so that its identity is not another's), nodes lost
+        # or back (they change holders without naming them), other settings, or a clock
+        # that went back (it would undo turns taken): read every holder again.
+        key = (state.holder_changes, state.nodes_version, restart_overhead_ms, time_slice_ns)
         fresh = key != self._key or now < self._now
         changed = None if fresh else state.holder_changes.since(self._read)
         if changed is None:

@@ -70,6 +70,12 @@ def test_level_factors_too_close_for_floats_are_ordered_exactly() -> None:
     assert (ranks["b"].rank, ranks["a"].rank) == (1, 2)
 
 
+def test_a_weight_too_large_for_a_float_still_ranks() -> None:
+    state = cluster({"a": 10**400, "b": 1}, {"a": [(0, 10**6)], "b": [(0, 1)]})
+    ranks = standings(state, now=HOUR_NS, policy=POLICY)
+    assert (ranks["a"].rank, ranks["b"].rank) == (1, 2)
+
+
 def test_an_idle_account_rises_to_the_top_and_a_heavy_user_sinks() -> None:
     state = cluster({"a": 1, "b": 1, "c": 1}, {"a": [(0, 5000)], "b": [(0, 1000)]})
     ranks = standings(state, now=HOUR_NS, policy=POLICY)

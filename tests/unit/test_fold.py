@@ -598,3 +598,20 @@ def test_what_jobs_hold_is_summed_per_account_path_ancestors_included() -> None:
     }
     apply(state, state.seq + 1, b.exited("a", "n1"))
     assert {path: held["gpu"] for path, held in state.held.items()} == {"lab/b": 1, "lab": 1}
+
+
+def test_a_job_holding_nothing_releases_after_its_sibling_emptied_their_account() -> None:
+    # An elastic job placed on no GPU (intake refuses one, the fold takes it) holds zeros:
+    # "lab"'s sums drop once its sibling ends, and its own end must not stumble on that.
+    state = fold(
+        b.node("n1", 8),
+        b.submitted("x", 0, account="lab/x", max_gpus=2),
+        b.submitted("y", 1, account="lab/y"),
+        b.plan(b.admission("x", ("n1", [])), ("y", "n1", [0])),
+        b.started("x", "n1", []),
+        b.started("y", "n1", [0]),
+        b.exited("y", "n1"),
+        b.exited("x", "n1"),
+    )
+    assert state.held == {}
+    assert state.jobs["x"].status == JobStatus.SUCCEEDED

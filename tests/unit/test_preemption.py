@@ -487,3 +487,4 @@ def test_a_change_feed_tells_what_changed_since_until_it_no_longer_keeps_it() ->
     feed.add("y")  # one more: the oldest are dropped
     assert feed.since(start) is None  # a reader that far behind reads everything again
     assert feed.since(last) == ["y"]
+    assert feed.since(feed.end + 1) is None  # not a position of this feed
