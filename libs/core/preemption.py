@@ -293,6 +293,7 @@ class StoppableMemo:
         self._stoppable: dict[str, JobRecord] = {}
         self._sliced: dict[str, str] = {}  # of those, the ones past their time slice -> account
         self._turns: list[tuple[int, str]] = []  # (when, job): its standing may change then
+        self._due: set[tuple[int, str]] = set()  # the same, to push each one once
         self._value: Stoppable | None = None
 
     def stoppable_jobs(
@@ -305,11 +306,14 @@ class StoppableMemo:
         fresh = key != self._key or now < self._now
         changed = None if fresh else state.holder_changes.since(self._read)
         if changed is None:
-            self._key, self._stoppable, self._sliced, self._turns = key, {}, {}, []
+            self._key, self._stoppable, self._sliced = key, {}, {}
+            self._turns, self._due = [], set()
             changed, self._value = list(state.holding), None
         self._read, self._now = state.holder_changes.end, now
         while self._turns and self._turns[0][0] <= now:
-            changed.append(heapq.heappop(self._turns)[1])
+            turn = heapq.heappop(self._turns)
+            self._due.discard(turn)
+            changed.append(turn[1])
         for job_id in changed:
             self._look_at(state, job_id, now, time_slice_ns)
         if changed or self._value is None:
@@ -337,7 +341,8 @@ class StoppableMemo:
                 self._sliced[job_id] = job.spec.account
 
     def _turn(self, at: int, job_id: str, now: int) -> None:
-        if at > now:
+        if at > now and (at, job_id) not in self._due:  # a job is looked at again often
+            self._due.add((at, job_id))
             heapq.heappush(self._turns, (at, job_id))
 
 
