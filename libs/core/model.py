@@ -231,6 +231,24 @@ class ChangeFeed:
         return self._keys[position - self._start :]
 
 
+class FeedReader:
+    """How far a view has read a ``ChangeFeed``, and what it was built from besides."""
+
+    def __init__(self) -> None:
+        self._feed: ChangeFeed | None = None  # kept: so that its identity is not another's
+        self._basis: object = None
+        self._read = 0
+
+    def changed(self, feed: ChangeFeed, basis: object) -> list[str] | None:
+        """The keys ``feed`` changed since the last call; None if the view must read
+        everything again: another feed (another state), another ``basis`` (what else the
+        view depends on), or keys no longer kept."""
+        same = feed is self._feed and basis == self._basis
+        changed = feed.since(self._read) if same else None
+        self._feed, self._basis, self._read = feed, basis, feed.end
+        return changed
+
+
 class State:
     """Everything the log says, folded. Owned and mutated by ``allot.core.apply`` only."""
 

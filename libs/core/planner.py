@@ -47,7 +47,7 @@ from allot.core.fairshare import (
     account_rank,
     standings,
 )
-from allot.core.model import HOUR_NS, ChangeFeed, JobRecord, JobStatus, State
+from allot.core.model import HOUR_NS, FeedReader, JobRecord, JobStatus, State
 from allot.core.placement import Capacity, Schedulable, schedulable
 from allot.core.preemption import (
     DRAIN,
@@ -176,8 +176,7 @@ class PlanMemo:
         self._nodes: tuple[tuple[int, int], list[Schedulable]] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
         self._ends = _Ends()
-        self._ends_key: tuple[ChangeFeed, int] | None = None  # the feed kept: see ``ends``
-        self._ends_read = 0  # how far into ``State.holder_changes`` ``_ends`` has caught up
+        self._ends_reader = FeedReader()  # of ``State.holder_changes``
 
     def quota_frame(self, state: State) -> QuotaFrame:
         key = (id(state), state.fair_share_version, state.nodes_version)
@@ -200,14 +199,11 @@ class PlanMemo:
 
     def ends(self, state: State) -> "_Ends":
         """When the holders end, caught up with the holders the log changed since it was
-        last asked. All are read again for another state (its feed is kept, so that its
-        identity is not another's) or when a node changed (a lost node changes holders
+        last asked; all of them again when a node changed (a lost node changes holders
         without naming them)."""
-        key = (state.holder_changes, state.nodes_version)
-        changed = state.holder_changes.since(self._ends_read) if key == self._ends_key else None
+        changed = self._ends_reader.changed(state.holder_changes, state.nodes_version)
         if changed is None:
-            self._ends, self._ends_key, changed = _Ends(), key, list(state.holding)
-        self._ends_read = state.holder_changes.end
+            self._ends, changed = _Ends(), list(state.holding)
         self._ends.update(state, changed)
         return self._ends
 

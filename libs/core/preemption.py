@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import msgspec
 
 from allot.core.accounts import ancestry
-from allot.core.model import JobRecord, JobStatus, State
+from allot.core.model import FeedReader, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
 from allot.proto.events import TIERS, JobSpec, Placement
 
@@ -287,8 +287,7 @@ class StoppableMemo:
     slice ended since. The same jobs as ``stoppable_jobs`` gives, in another order."""
 
     def __init__(self) -> None:
-        self._key: tuple[object, ...] | None = None
-        self._read = 0  # how far into ``State.holder_changes`` it has caught up
+        self._reader = FeedReader()  # of ``State.holder_changes``
         self._now = 0
         self._stoppable: dict[str, JobRecord] = {}
         self._sliced: dict[str, str] = {}  # of those, the ones past their time slice -> account
@@ -299,17 +298,14 @@ class StoppableMemo:
     def stoppable_jobs(
         self, state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
     ) -> Stoppable:
-        # Another state (its feed, kept, so that its identity is not another's), nodes lost
-        # or back (they change holders without naming them), other settings, or a clock
-        # that went back (it would undo turns taken): read every holder again.
-        key = (state.holder_changes, state.nodes_version, restart_overhead_ms, time_slice_ns)
-        fresh = key != self._key or now < self._now
-        changed = None if fresh else state.holder_changes.since(self._read)
-        if changed is None:
-            self._key, self._stoppable, self._sliced = key, {}, {}
-            self._turns, self._due = [], set()
+        # Nodes lost or back (they change holders without naming them), other settings, or
+        # a clock that went back (it would undo turns taken): read every holder again.
+        basis = (state.nodes_version, restart_overhead_ms, time_slice_ns)
+        changed = self._reader.changed(state.holder_changes, basis)
+        if changed is None or now < self._now:
+            self._stoppable, self._sliced, self._turns, self._due = {}, {}, [], set()
             changed, self._value = list(state.holding), None
-        self._read, self._now = state.holder_changes.end, now
+        self._now = now
         while self._turns and self._turns[0][0] <= now:
             turn = heapq.heappop(self._turns)
             self._due.discard(turn)
