@@ -195,13 +195,22 @@ class StandingsMemo:
         if seen.late_charges != usage.late_charges:
             seen.days, seen.late_charges = _counted(usage.by_day, now, policy), usage.late_charges
         if seen.total != usage.total_gpu_ms:
-            added = usage.by_hour.items() - seen.by_hour.items()
-            seen.hours += _counted(dict(added), now, policy) - _counted(
-                {hour: seen.by_hour[hour] for hour, _ in added if hour in seen.by_hour},
-                now,
-                policy,
-            )
-            seen.total, seen.by_hour = usage.total_gpu_ms, dict(usage.by_hour)
+            # Charges only add, mostly to the latest hours: look back from the latest until
+            # the hours charged since add up to what the total grew by (a late charge to a
+            # day never does: then every hour is looked at).
+            grown, was, got = usage.total_gpu_ms - seen.total, {}, {}
+            for hour in reversed(usage.by_hour):
+                gpu_ms, before = usage.by_hour[hour], seen.by_hour.get(hour)
+                if gpu_ms != before:
+                    got[hour] = gpu_ms
+                    if before is not None:
+                        was[hour] = before
+                    grown -= gpu_ms - (before or 0)
+                    if not grown:
+                        break
+            seen.hours += _counted(got, now, policy) - _counted(was, now, policy)
+            seen.total = usage.total_gpu_ms
+            seen.by_hour.update(got)
         return seen.days + seen.hours
 
 

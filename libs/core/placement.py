@@ -166,6 +166,10 @@ class Capacity:
                 return spread
         return None
 
+    def most_free(self, models: Iterable[str]) -> int:
+        """The most free GPUs on one node of ``models``."""
+        return max((max(self._by_free.get(m) or [0]) for m in models), default=0)
+
     def largest(self, per_worker: int, topology: Topology, models: Iterable[str]) -> int:
         """The largest block free now for this shape: what a waiting job is told it lacks."""
         best = 0

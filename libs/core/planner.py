@@ -318,14 +318,22 @@ def _ordered(
     heapq.heapify(heads)
     replace, pop = heapq.heapreplace, heapq.heappop
     while heads:
-        _, n, i, job = heads[0]
+        _, n, at, job = heads[0]
+        # The queue at the top keeps it while its jobs come before the other queues' next,
+        # the smaller of the top's children in the heap: without touching the heap.
+        rest = len(heads)
+        after = heads[1][0] if rest == 2 else min(heads[1][0], heads[2][0]) if rest > 2 else None
+        entries, base = queues[n], bases[n]
         yield job
-        entries, i = queues[n], i + 1
-        if i < len(entries):
+        for i in range(at + 1, len(entries)):
             job = jobs[entries[i][1]]
             waited = now - job.submitted_at  # ``key``, inlined: this runs for every job
             lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
-            replace(heads, (bases[n] - (lift << _SEQ_BITS) + job.submitted_seq, n, i, job))
+            key = base - (lift << _SEQ_BITS) + job.submitted_seq
+            if after is not None and key > after:
+                replace(heads, (key, n, i, job))
+                break
+            yield job
         else:
             pop(heads)
 
@@ -782,38 +790,47 @@ class _Cycle:
     def _find_reservation(
         self, job: JobRecord, models: list[str], releases: list[tuple[int, dict[str, list[int]]]]
     ) -> "_Reserved":
+        """The first release after which the job is placed, and where. Placement is tried
+        only where upper bounds of the free GPUs (a GPU released twice counts twice) leave
+        it a chance; the GPUs released are given back to a copy of the free ones only then,
+        node by node."""
         spec = job.spec
         need = spec.total_gpus
-        # Skip, without copying the free GPUs, the releases after which too few could be
-        # free (an upper bound: a GPU released twice counts twice).
-        counted, first = dict(self.capacity.free_by_model), len(releases)
-        for n, (_, placements) in enumerate(releases):
-            for node_id, gpus in placements.items():
-                space = self.capacity.nodes.get(node_id)
-                if space is not None:
-                    counted[space.model] = counted.get(space.model, 0) + len(gpus)
-            if max((counted.get(m, 0) for m in models), default=0) >= need:
-                first = n
-                break
-        future = self.capacity.copy()
-        # A gang that did not fit can fit after a release only if a node that release
-        # gave GPUs back to now has room for a worker (for the whole job, on one node).
+        capacity = self.capacity
+        # A worker needs a node with ``room`` free: the whole job's GPUs on one node, a
+        # worker's for a gang that may spread.
         one_node = spec.workers == 1 or spec.topology in ("nvlink", "node")
-        room, tried = need if one_node else spec.gpus, False
-        for n, (at, placements) in enumerate(releases):
+        room = need if one_node else spec.gpus
+        counted = dict(capacity.free_by_model)  # model -> free GPUs, an upper bound
+        upper: dict[str, int] = {}  # node id -> free GPUs, an upper bound, where released
+        most = capacity.most_free(models)  # on one node of the job's models, an upper bound
+        future: Capacity | None = None
+        unapplied: dict[str, list[int]] = {}  # released since the copy was last brought up
+        enough = tried = False  # whether the job's model has enough GPUs; whether it was tried
+        for at, placements in releases:
+            roomy = False  # whether a node released to may now have room for a worker
             for node_id, gpus in placements.items():
-                future.give(node_id, gpus)
-            if n < first:
-                continue
-            if max((future.free_by_model.get(m, 0) for m in models), default=0) < need:
-                continue
-            if tried and all(
-                future.nodes[node_id].free < room
-                for node_id in placements
-                if node_id in future.nodes
-            ):
+                space = capacity.nodes.get(node_id)
+                if space is None:
+                    continue
+                counted[space.model] += len(gpus)
+                free = upper[node_id] = upper.get(node_id, space.free) + len(gpus)
+                unapplied.setdefault(node_id, []).extend(gpus)
+                if free >= room and space.model in models:
+                    roomy, most = True, max(most, free)
+            if not enough:  # it stays so once it is: releases only add
+                enough = max((counted.get(m, 0) for m in models), default=0) >= need
+                if not enough:
+                    continue
+            # Until a try fails, any node may have room; after, only one that changed since
+            # can make the difference (a node given to since with room was tried then).
+            if not roomy if tried else most < room:
                 continue
             tried = True
+            future = future or capacity.copy()
+            for node_id, gpus in unapplied.items():
+                future.give(node_id, gpus)
+            unapplied = {}
             found = future.place(spec.workers, spec.gpus, spec.topology, models)
             if found is not None:
                 return at, found

@@ -95,6 +95,8 @@ def choose(
     pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
     if spec.workers == 1 or spec.topology in ("nvlink", "node"):
         return _on_one_node(capacity, spec, models, pool)
+    if _placed_with(capacity, spec, models, pool) is None:
+        return None  # not even with every one of them stopped: no use trying them one by one
     return _spread(capacity, spec, models, pool)
 
 
@@ -116,6 +118,18 @@ def _on_one_node(
     """Branch and bound over the victims of each node, nodes in order of a lower bound
     on their cost, so most nodes are never searched."""
     need = spec.total_gpus
+    # Not even all of a node's victims together free enough there, on any node: then no
+    # set of them does (the common case, found without sorting them).
+    freed: dict[str, int] = {}
+    for victim in pool:
+        for node_id, gpus in victim.placements.items():
+            freed[node_id] = freed.get(node_id, 0) + len(gpus)
+    if not any(
+        space is not None and space.model in models and space.free + gpus >= need
+        for node_id, gpus in freed.items()
+        for space in [capacity.nodes.get(node_id)]
+    ):
+        return None
     by_node: dict[str, list[Victim]] = {}
     for victim in sorted(pool, key=lambda v: (v.cost, v.job_id)):  # so each node's list is
         for node_id in victim.placements:

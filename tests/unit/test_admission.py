@@ -433,6 +433,52 @@ def test_a_plan_memo_sees_new_quotas_and_lost_nodes() -> None:
     assert outcomes == [True, True, True, False, True]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    cluster,
+    st.lists(st.tuples(st.integers(1, 8), st.integers(1, 6)), min_size=1, max_size=10),
+    st.integers(1, 3),
+    st.integers(1, 8),
+    st.sampled_from(["any", "node", "nvlink", "rack"]),
+)
+def test_the_reservation_is_at_the_first_end_after_which_the_job_fits(
+    nodes: list[tuple[int, str]],
+    held: list[tuple[int, int]],
+    workers: int,
+    per_worker: int,
+    topology: str,
+) -> None:
+    events: list[Event] = [
+        b.node(f"n{n}", gpus, rack=rack, islands=[list(range(gpus // 2)),
+               list(range(gpus // 2, gpus))])
+        for n, (gpus, rack) in enumerate(nodes)
+    ]  # fmt: skip
+    free = {f"n{n}": list(range(gpus)) for n, (gpus, _) in enumerate(nodes)}
+    for n, (gpus, hours) in enumerate(held):
+        node = next((k for k, v in free.items() if len(v) >= gpus), None)
+        if node is not None:
+            taken, free[node] = free[node][:gpus], free[node][gpus:]
+            events += running(f"r{n}", node, taken, ends_in=hours * HOUR)
+    events.append(b.submitted("head", per_worker, at=NOW, workers=workers, topology=topology))
+    state = fold(*events)
+    decided = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)  # looked at even if all is taken
+    capacity = Capacity.of(state)
+    if capacity.place(workers, per_worker, topology, capacity.models) is not None:
+        return  # it starts now
+    expected = None
+    ends = sorted((NOW + (job.spec.max_runtime_ns or 0) - HOUR, job.job_id)
+                  for job in state.jobs.values() if job.job_id != "head")  # fmt: skip
+    for end, job_id in ends:
+        for node_id, gpus in state.jobs[job_id].placements.items():
+            capacity.give(node_id, gpus)
+        placed = capacity.place(workers, per_worker, topology, capacity.models)
+        if placed is not None:
+            expected = (end, placed)
+            break
+    found = decided.reservation
+    assert (None if found is None else (found.starts_at, found.placements)) == expected
+
+
 def test_a_remembered_reservation_is_remade_after_an_admission_ahead_of_it() -> None:
     # The running jobs stay the same, but a job admitted ahead of the reserving one this
     # cycle takes GPUs the remembered reservation would have held.

@@ -163,7 +163,7 @@ def test_without_grounds_nothing_is_stopped() -> None:
         max_size=8,
     ),
     need=st.sampled_from([1, 2, 4, 8]),
-    topology=st.sampled_from(["nvlink", "node"]),
+    topology=st.sampled_from(["nvlink", "node", "any"]),
 )
 def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_protected(
     jobs: list[tuple[int, int, bool, int]], need: int, topology: str
@@ -226,6 +226,52 @@ def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_p
     victims, _ = found
     assert sum(v.cost for v in victims) == best
     assert not any(protected(state.jobs[v.job_id], NOW) for v in victims)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    jobs=st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=10),  # their GPUs
+    workers=st.integers(2, 3),
+    per_worker=st.sampled_from([1, 2, 4]),
+)
+def test_a_gang_spanning_nodes_finds_victims_exactly_when_some_set_of_them_frees_room(
+    jobs: list[int], workers: int, per_worker: int
+) -> None:
+    state = State()
+    events: list[Event] = [b.node(f"n{k}", 4) for k in range(3)]
+    free = {f"n{k}": list(range(4)) for k in range(3)}
+    for n, gpus in enumerate(jobs):
+        node = next((k for k, v in free.items() if len(v) >= gpus), None)
+        if node is not None:
+            taken, free[node] = free[node][:gpus], free[node][gpus:]
+            events += running(f"v{n}", node, taken, ran=(n + 1) * 600 * S)
+    for seq, event in enumerate(events, start=1):
+        apply(state, seq, event)
+    spec = msgspec.structs.replace(b.spec(per_worker), workers=workers, topology="any")
+    capacity = Capacity.of(state)
+    pool = [
+        Victim(job_id=j.job_id, placements=j.placements, cost=cost_of(j, NOW, 60_000))
+        for j in state.jobs.values()
+    ]
+    found = choose(capacity, spec, capacity.models, pool)
+    some_set_frees_room = False
+    for size in range(len(pool) + 1):
+        for subset in itertools.combinations(pool, size):
+            for victim in subset:
+                for node_id, gpus in victim.placements.items():
+                    capacity.give(node_id, gpus)
+            placed = capacity.place(workers, per_worker, "any", capacity.models)
+            some_set_frees_room = some_set_frees_room or placed is not None
+            for victim in subset:
+                for node_id, gpus in victim.placements.items():
+                    capacity.take(node_id, gpus)
+    assert (found is not None) == some_set_frees_room
+    if found is not None:
+        victims, placements = found
+        for victim in victims:
+            for node_id, gpus in victim.placements.items():
+                capacity.give(node_id, gpus)
+        assert capacity.place(workers, per_worker, "any", capacity.models) == placements
 
 
 def test_the_job_holding_the_reservation_may_still_preempt_for_it() -> None:
