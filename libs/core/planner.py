@@ -323,15 +323,15 @@ def _ordered(
         # the smaller of the top's children in the heap: without touching the heap.
         rest = len(heads)
         after = heads[1][0] if rest == 2 else min(heads[1][0], heads[2][0]) if rest > 2 else None
-        entries, base = queues[n], bases[n]
+        entries, shared = queues[n], bases[n]
         yield job
         for i in range(at + 1, len(entries)):
             job = jobs[entries[i][1]]
             waited = now - job.submitted_at  # ``key``, inlined: this runs for every job
             lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
-            key = base - (lift << _SEQ_BITS) + job.submitted_seq
-            if after is not None and key > after:
-                replace(heads, (key, n, i, job))
+            next_key = shared - (lift << _SEQ_BITS) + job.submitted_seq
+            if after is not None and next_key > after:
+                replace(heads, (next_key, n, i, job))
                 break
             yield job
         else:
