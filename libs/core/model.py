@@ -85,7 +85,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     @property
     def gpu_count(self) -> int:
         """GPUs held now: more than the spec's minimum when an elastic job got extra."""
-        return sum(len(gpus) for gpus in self.placements.values())
+        return sum(map(len, self.placements.values()))
 
 
 class NodeRecord(msgspec.Struct, kw_only=True):

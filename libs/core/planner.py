@@ -568,8 +568,9 @@ class _Cycle:
         spec = job.spec
         like = (spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
                 spec.memory_mib, short)  # fmt: skip
-        refused, version = self._refused.get(like, (None, 0))
-        if refused is not None:
+        known = self._refused.get(like)
+        if known is not None:
+            refused, version = known
             if refused[0] in _ROOM_CODES and version != self.quotas.version:
                 # Quota room shrank since: the first limit that binds is the one to tell.
                 block = self.quotas.models_allowed(spec, self._models_of(job))[1]

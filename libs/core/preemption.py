@@ -61,7 +61,7 @@ def cost_of(job: JobRecord, now: int, restart_overhead_ms: int) -> int:
         if interval:
             since = max(since, began + (now - began) // interval * interval)
     gpus = job.gpu_count
-    return gpus * (max(0, now - since) // 1_000_000) + gpus * restart_overhead_ms
+    return gpus * (max(0, now - since) // 1_000_000 + restart_overhead_ms)
 
 
 def protected(job: JobRecord, now: int) -> bool:
@@ -118,20 +118,8 @@ def _on_one_node(
     """Branch and bound over the victims of each node, nodes in order of a lower bound
     on their cost, so most nodes are never searched."""
     need = spec.total_gpus
-    # Not even all of a node's victims together free enough there, on any node: then no
-    # set of them does (the common case, found without sorting them).
-    freed: dict[str, int] = {}
-    for victim in pool:
-        for node_id, gpus in victim.placements.items():
-            freed[node_id] = freed.get(node_id, 0) + len(gpus)
-    if not any(
-        space is not None and space.model in models and space.free + gpus >= need
-        for node_id, gpus in freed.items()
-        for space in [capacity.nodes.get(node_id)]
-    ):
-        return None
     by_node: dict[str, list[Victim]] = {}
-    for victim in sorted(pool, key=lambda v: (v.cost, v.job_id)):  # so each node's list is
+    for victim in pool:
         for node_id in victim.placements:
             by_node.setdefault(node_id, []).append(victim)
     nodes = []
@@ -139,8 +127,12 @@ def _on_one_node(
         space = capacity.nodes.get(node_id)
         if space is None or space.model not in models:
             continue
-        here = victims[:MAX_VICTIMS_PER_NODE]
         deficit = max(1, need - space.free)
+        # Not even all of them together free enough here: no set does (the common case,
+        # found before sorting them).
+        if sum(len(v.placements[node_id]) for v in victims) < deficit:
+            continue
+        here = sorted(victims, key=lambda v: (v.cost, v.job_id))[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in here) < deficit:
             continue
         nodes.append((_lower_bound(here, node_id, deficit), node_id, here, deficit))
