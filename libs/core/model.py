@@ -265,6 +265,10 @@ class State:
         # that size. A cycle that looks past its depth for jobs that fit what is left merges
         # only the queues of the sizes that could, and finds each account's smallest job.
         self.sized_queues: dict[int, dict[tuple[str, str], list[tuple[int, str]]]] = {}
+        # The declared runtimes of the waiting jobs that declare one, shortest first: when
+        # only GPUs held for a reservation are free, a cycle sees whether a job could end
+        # before the reservation starts without looking at each.
+        self.waiting_runtimes: list[int] = []
         # Waiting jobs no plan has stated a reason for yet, in log order.
         self.unstated: dict[str, None] = {}
         self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
@@ -303,6 +307,8 @@ class State:
         bisect.insort(self.queues.setdefault(group, []), entry)
         sized = self.sized_queues.setdefault(job.spec.total_gpus, {})
         bisect.insort(sized.setdefault(group, []), entry)
+        if job.spec.max_runtime_ns is not None:
+            bisect.insort(self.waiting_runtimes, job.spec.max_runtime_ns)
 
     def dequeue(self, job: JobRecord) -> None:
         """``job`` waits no more (admitted or ended); nothing if it was not waiting."""
@@ -314,6 +320,9 @@ class State:
         _unqueue(self.sized_queues[job.spec.total_gpus], group, entry)
         if not self.sized_queues[job.spec.total_gpus]:
             del self.sized_queues[job.spec.total_gpus]
+        if job.spec.max_runtime_ns is not None:
+            runtimes = self.waiting_runtimes
+            del runtimes[bisect.bisect_left(runtimes, job.spec.max_runtime_ns)]
 
     def note_ignored(self, seq: int, type_name: str, reason: str) -> None:
         """Record an event the fold could not apply (the latest ones are kept)."""

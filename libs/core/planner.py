@@ -590,6 +590,8 @@ class _Cycle:
         told nothing new, as any job past the depth."""
         if self.no_room():
             return
+        if not any(self.capacity.free_by_model.values()) and not self._could_end_before():
+            return  # only GPUs held for the reservation are free, and no job ends in time
         looked = {w.reason.job_id for w in self.waiting} | {a.job.job_id for a in self.admitted}
         left = self._left()
         for job in _ordered(self.state, self.ranked, self.now, self.policy, left):
@@ -604,6 +606,14 @@ class _Cycle:
                 if self.no_room():
                     return
                 left = self._left()
+
+    def _could_end_before(self) -> bool:
+        """Whether some waiting job declares a runtime that ends before the reservation
+        starts (only such a job may use the GPUs held for it)."""
+        runtimes, reserved = self.state.waiting_runtimes, self.reservation
+        return (
+            reserved is not None and bool(runtimes) and self.now + runtimes[0] <= reserved.starts_at
+        )
 
     def _left(self) -> int:
         """The most GPUs a job could get now: the free GPUs of one model, and those held
