@@ -479,6 +479,22 @@ def test_the_reservation_is_at_the_first_end_after_which_the_job_fits(
     assert (None if found is None else (found.starts_at, found.placements)) == expected
 
 
+def test_past_the_depth_only_a_job_that_ends_by_the_reservation_uses_its_gpus() -> None:
+    policy = msgspec.structs.replace(DEFAULT_POLICY, queue_depth=1)  # the rest: filled
+    for runtime, starts in ((HOUR, True), (HOUR + 1, False)):
+        state = fold(
+            b.node("n1", 8),
+            *running("r", "n1", [0, 1, 2, 3, 4, 5], ends_in=HOUR),
+            b.submitted("big", 8, at=NOW),
+            b.submitted("no-end", 2, at=NOW),
+            b.submitted("small", 2, at=NOW, max_runtime_ns=runtime),
+        )
+        decided = plan(state, NOW, policy)
+        assert decided.reservation is not None
+        assert decided.reservation.starts_at == NOW + HOUR
+        assert [a.job_id for a in decided.admissions] == (["small"] if starts else [])
+
+
 def test_a_remembered_reservation_is_remade_after_an_admission_ahead_of_it() -> None:
     # The running jobs stay the same, but a job admitted ahead of the reserving one this
     # cycle takes GPUs the remembered reservation would have held.

@@ -299,6 +299,9 @@ events = st.one_of(
     st.builds(lambda j, g: b.submitted(j, g), st.sampled_from(JOBS), st.integers(1, 3)),
     st.builds(lambda j: b.submitted(j, 1, workers=2), st.sampled_from(JOBS)),
     st.builds(
+        lambda j, r: b.submitted(j, 1, max_runtime_ns=r), st.sampled_from(JOBS), st.integers(1, 3)
+    ),
+    st.builds(
         lambda j, g, h: b.plan(b.admission(j, ("n1", g), ("n2", h))),
         st.sampled_from(JOBS),
         gpu_lists,
@@ -436,6 +439,8 @@ def test_any_event_sequence_folds_and_replays_from_the_wire_identically(
         assert (job.job_id in first.pending) == (job.status == JobStatus.PENDING)
         assert (job.job_id in first.stopped) == (job.status == JobStatus.PREEMPTED)
     assert set(first.holds) <= set(first.pending)
+    runtimes = [first.jobs[j].spec.max_runtime_ns for j in first.pending]
+    assert first.waiting_runtimes == sorted(r for r in runtimes if r is not None)
 
 
 @given(st.lists(events, max_size=30))
