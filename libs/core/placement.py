@@ -166,9 +166,14 @@ class Capacity:
                 return spread
         return None
 
-    def most_free(self, models: Iterable[str]) -> int:
-        """The most free GPUs on one node of ``models``."""
-        return max((max(self._by_free.get(m) or [0]) for m in models), default=0)
+    def slots(self, models: Iterable[str], per_worker: int) -> int:
+        """How many workers of ``per_worker`` GPUs the free GPUs of nodes of ``models``
+        could hold, each on one node, islands aside."""
+        return sum(
+            free // per_worker * len(ids)
+            for model in models
+            for free, ids in self._by_free.get(model, {}).items()
+        )
 
     def largest(self, per_worker: int, topology: Topology, models: Iterable[str]) -> int:
         """The largest block free now for this shape: what a waiting job is told it lacks."""

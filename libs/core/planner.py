@@ -811,10 +811,10 @@ class _Cycle:
         # A worker needs a node with ``room`` free: the whole job's GPUs on one node, a
         # worker's for a gang that may spread.
         one_node = spec.workers == 1 or spec.topology in ("nvlink", "node")
-        room = need if one_node else spec.gpus
+        room, workers = (need, 1) if one_node else (spec.gpus, spec.workers)
         counted = dict(capacity.free_by_model)  # model -> free GPUs, an upper bound
         upper: dict[str, int] = {}  # node id -> free GPUs, an upper bound, where released
-        most = capacity.most_free(models)  # on one node of the job's models, an upper bound
+        slots = capacity.slots(models, room)  # places for a worker, an upper bound
         future: Capacity | None = None
         unapplied: dict[str, list[int]] = {}  # released since the copy was last brought up
         enough = tried = False  # whether the job's model has enough GPUs; whether it was tried
@@ -825,17 +825,19 @@ class _Cycle:
                 if space is None:
                     continue
                 counted[space.model] += len(gpus)
-                free = upper[node_id] = upper.get(node_id, space.free) + len(gpus)
+                was = upper.get(node_id, space.free)
+                free = upper[node_id] = was + len(gpus)
                 unapplied.setdefault(node_id, []).extend(gpus)
-                if free >= room and space.model in models:
-                    roomy, most = True, max(most, free)
+                if space.model in models:
+                    slots += free // room - was // room
+                    roomy = roomy or free >= room
             if not enough:  # it stays so once it is: releases only add
                 enough = max((counted.get(m, 0) for m in models), default=0) >= need
                 if not enough:
                     continue
             # Until a try fails, any node may have room; after, only one that changed since
             # can make the difference (a node given to since with room was tried then).
-            if not roomy if tried else most < room:
+            if slots < workers or (tried and not roomy):
                 continue
             tried = True
             future = future or capacity.copy()
