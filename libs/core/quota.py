@@ -171,16 +171,14 @@ class QuotaBook:
         known = self._borrowers.get((account, need))
         if known is not None and known[0] == self.version:
             return known[1]  # nothing charged since
-        found: set[str] = set()
+        found: frozenset[str] = frozenset()
         for path, parent, _ in self._path(account):
             settings = self._settings.get(path)
-            if settings is None or GPU not in settings.quota:
-                continue
-            if self._used.get(path, {}).get(GPU, 0) + need > settings.quota[GPU]:
-                continue
-            found.update(self._over_quota(parent) - {path})
-        self._borrowers[account, need] = (self.version, frozenset(found))
-        return self._borrowers[account, need][1]
+            quota = None if settings is None else settings.quota.get(GPU)
+            if quota is not None and self._used.get(path, {}).get(GPU, 0) + need <= quota:
+                found |= self._over_quota(parent) - {path}
+        self._borrowers[account, need] = (self.version, found)
+        return found
 
     def _over_quota(self, parent: str) -> frozenset[str]:
         """The members of a cohort holding more GPUs than their quota."""
