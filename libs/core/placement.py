@@ -90,15 +90,23 @@ class Capacity:
         """The free GPUs of ``state``'s ``schedulable`` nodes (worked out if not given)."""
         spaces, full = [], []
         for node_id, node, shape in schedulable(state) if nodes is None else nodes:
-            taken = node.allocated
-            every, home, model, rack = shape
-            if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
-                spaces.append(_full_space(node_id, shape))
+            space = _space_of(node_id, node, shape)
+            spaces.append(space)
+            if not space.free:
                 full.append(node_id)
-            else:
-                islands = [[i for i in island if i not in taken] for island in every]
-                spaces.append(NodeSpace(node_id, model, rack, islands, home))
         return cls(spaces, full)
+
+    def refresh(self, node_id: str, node: NodeRecord, shape: "_Shape") -> None:
+        """Read again what is free on one of the nodes (one whose holders changed)."""
+        self._unindex(self.nodes[node_id])
+        self.free_by_model[shape[2]] -= self.nodes[node_id].free
+        space = self.nodes[node_id] = _space_of(node_id, node, shape)
+        self.free_by_model[shape[2]] += space.free
+        self._index(space)
+        if space.free:
+            self._shared.discard(node_id)
+        else:
+            self._shared.add(node_id)  # every capacity's full space: never written
 
     def copy(self) -> "Capacity":
         """An independent copy (its index copied, not rebuilt, and its spaces shared until
@@ -285,6 +293,16 @@ _shapes: dict[str, tuple[tuple[object, object, object], _Shape]] = {}
 # Node id -> its shape, and a space of it with every GPU taken: shared by every capacity in
 # which the node is full, never written (``Capacity._own``).
 _full: dict[str, tuple[_Shape, NodeSpace]] = {}
+
+
+def _space_of(node_id: str, node: NodeRecord, shape: _Shape) -> NodeSpace:
+    """What is free on a schedulable node."""
+    taken = node.allocated
+    every, home, model, rack = shape
+    if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
+        return _full_space(node_id, shape)
+    islands = [[i for i in island if i not in taken] for island in every]
+    return NodeSpace(node_id, model, rack, islands, home)
 
 
 def _full_space(node_id: str, shape: _Shape) -> NodeSpace:

@@ -177,6 +177,9 @@ class PlanMemo:
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
         self._ends = _Ends()
         self._ends_reader = FeedReader()  # of ``State.holder_changes``
+        self._free: Capacity | None = None
+        self._free_reader = FeedReader()  # of ``State.holder_changes``
+        self._held_on: dict[str, list[str]] = {}  # holder -> its nodes, as last read
 
     def quota_frame(self, state: State) -> QuotaFrame:
         key = (id(state), state.fair_share_version, state.nodes_version)
@@ -189,6 +192,29 @@ class PlanMemo:
         if self._nodes is None or self._nodes[0] != key:
             self._nodes = (key, schedulable(state))
         return self._nodes[1]
+
+    def capacity(self, state: State) -> Capacity:
+        """The free GPUs of the schedulable nodes, for a cycle to change: kept up to date
+        node by node, reading again only the nodes of the holders the log changed since;
+        every node after a node event."""
+        changed = self._free_reader.changed(state.holder_changes, state.nodes_version)
+        nodes = self.schedulable(state)
+        if changed is None or self._free is None:
+            self._free = Capacity.of(state, nodes)
+            self._held_on = {
+                job_id: list(state.jobs[job_id].placements) for job_id in state.holding
+            }
+            return self._free.copy()
+        touched: set[str] = set()
+        for job_id in changed:
+            touched.update(self._held_on.pop(job_id, ()))
+            if job_id in state.holding:
+                held_on = self._held_on[job_id] = list(state.jobs[job_id].placements)
+                touched.update(held_on)
+        shapes = {node_id: (node, shape) for node_id, node, shape in nodes if node_id in touched}
+        for node_id, (node, shape) in shapes.items():
+            self._free.refresh(node_id, node, shape)
+        return self._free.copy()
 
     def holders(self, state: State) -> "_Holders":
         """What follows from the jobs holding GPUs, kept while they stay as they are."""
@@ -504,7 +530,7 @@ class _Cycle:
         self.memo = memo
         # Without a memo, what follows from the holders is still worked out once a cycle.
         self._holders = memo.holders(state) if memo is not None else _Holders(state)
-        self.capacity = Capacity.of(state, memo.schedulable(state) if memo is not None else None)
+        self.capacity = memo.capacity(state) if memo is not None else Capacity.of(state)
         # GPUs kept for jobs that preempted others: nobody else takes them once free.
         for placements in state.holds.values():
             self._hold(placements, take=True)

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import apply
-from allot.core.placement import Capacity
+from allot.core.placement import Capacity, schedulable
 from allot.proto.events import Placement, Topology
 from tests import builders as b
 from tests.builders import fold
@@ -86,6 +86,23 @@ def test_a_copy_and_the_capacity_it_came_from_change_apart() -> None:
     assert placed(first, 1, 1) == [("full", [1])]
     assert placed(second, 1, 1) == [("free", [0])]  # nothing given back to "full" here
     assert second.largest(1, "node", second.models) == 2
+
+
+def test_a_node_read_again_as_full_is_shared_and_one_with_room_is_its_own() -> None:
+    state = fold(b.node("n", 2), b.submitted("j", 2))
+    capacity = Capacity.of(state)
+    apply(state, state.seq + 1, b.plan(("j", "n", [0, 1])))
+    ((_, node, shape),) = schedulable(state)
+    capacity.refresh("n", node, shape)
+    assert capacity.free_by_model == {"SIM": 0}
+    capacity.give("n", [0])  # into a copy of the space every full "n" shares
+    assert placed(capacity, 1, 1) == [("n", [0])]
+    assert placed(Capacity.of(state), 1, 1) is None
+    apply(state, state.seq + 1, b.exited("j", "n"))
+    capacity.refresh("n", state.nodes["n"], shape)
+    capacity.take("n", [1])  # its own space now: nobody else sees this
+    assert placed(capacity, 1, 1) == [("n", [0])]
+    assert placed(Capacity.of(state), 1, 2) == [("n", [0, 1])]
 
 
 shapes = st.tuples(

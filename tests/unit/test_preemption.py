@@ -488,6 +488,12 @@ runs = st.builds(
 holder_steps = st.one_of(
     runs,
     runs,
+    st.builds(  # admitted, not started yet
+        lambda j, n, g: _runs(j, n, g, False)[:2],
+        jobs_,
+        nodes_,
+        st.sampled_from([[0], [2, 3]]),
+    ),
     st.builds(_preempting, jobs_),
     st.builds(
         lambda j: [StopRequested(meta=b.meta(), job_id=j, grace_ns=1, reason="r", attempt=0)],
@@ -517,6 +523,30 @@ def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
         fresh = stoppable_jobs(state, now, 60_000, 4 * HOUR)
         assert sorted(j.job_id for j in kept.jobs) == sorted(j.job_id for j in fresh.jobs)
         assert msgspec.structs.replace(kept, jobs=[]) == msgspec.structs.replace(fresh, jobs=[])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(holder_steps, _minutes), max_size=30))
+def test_the_remembered_free_gpus_are_those_read_afresh(
+    steps: list[tuple[list[Event], int]],
+) -> None:
+    state, memo = fold(b.node("n1", 8), b.node("n2", 8)), PlanMemo()
+    now = 0
+    for events, step in steps:
+        now += step
+        for event in events:
+            apply(state, state.seq + 1, msgspec.structs.replace(event, meta=b.meta(now)))
+        kept, fresh = memo.capacity(state), Capacity.of(state)
+        free = {
+            node_id: [g.index for g in node.gpus if g.index not in node.allocated]
+            for node_id, node in state.nodes.items()
+            if node.schedulable
+        }
+        assert {n: sorted(g for i in s.islands for g in i) for n, s in kept.nodes.items()} == free
+        assert kept.free_by_model == fresh.free_by_model
+        assert kept.place(1, 1, "any", kept.models) == fresh.place(1, 1, "any", fresh.models)
+        for node_id in list(kept.nodes):  # what a cycle changes stays its own
+            kept.give(node_id, list(range(8)))
 
 
 def test_a_change_feed_tells_what_changed_since_until_it_no_longer_keeps_it() -> None:
