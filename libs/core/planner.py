@@ -626,7 +626,11 @@ class _Cycle:
             if job.job_id in looked or job.job_id in self.state.holds or job.spec.total_gpus > left:
                 continue  # looked at, or kept for; or what is left shrank since the merge began
             limit -= 1
-            verdict, _ = self._verdict(job, self._ends_before_reservation(job))
+            short, spec = self._ends_before_reservation(job), job.spec
+            shape = (spec.workers, spec.gpus, spec.topology, tuple(self._models_of(job)), short)
+            if shape in self._failed:  # no room for its shape on any model: refused, whatever
+                continue  # its quota (which a cycle past its depth states nothing about)
+            verdict, _ = self._verdict(job, short)
             if isinstance(verdict, list):
                 self._admit(job, verdict)  # only an admission leaves less room
                 if self.no_room():

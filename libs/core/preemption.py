@@ -128,20 +128,22 @@ def _on_one_node(
         if space is None or space.model not in models:
             continue
         deficit = max(1, need - space.free)
-        # Not even all of them together free enough here: no set does (the common case,
-        # found before sorting them).
+        if len(victims) > MAX_VICTIMS_PER_NODE:  # only the cheapest are tried
+            victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in victims) < deficit:
-            continue
-        here = sorted(victims, key=lambda v: (v.cost, v.job_id))[:MAX_VICTIMS_PER_NODE]
-        if sum(len(v.placements[node_id]) for v in here) < deficit:
-            continue
-        nodes.append((_lower_bound(here, node_id, deficit), node_id, here, deficit))
+            continue  # not even all of them together free enough here
+        nodes.append((_lower_bound(victims, node_id, deficit), node_id, victims, deficit))
     best: _Best | None = None
     for bound, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
         if best is not None and bound > best[0][0]:
             break
+        here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
         best = _search_node(capacity, spec, node_id, here, deficit, best)
     return None if best is None else (best[1], best[2])
+
+
+def _cheapest_first(victim: Victim) -> tuple[int, str]:
+    return victim.cost, victim.job_id
 
 
 _Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
