@@ -84,6 +84,7 @@ class Capacity:
                 self._by_free.setdefault(space.model, {}).setdefault(space.free, []).append(
                     space.node_id
                 )
+        self.models = sorted(self.free_by_model)  # the GPU models it has, by name
 
     @classmethod
     def of(cls, state: State, nodes: "list[Schedulable] | None" = None) -> "Capacity":
@@ -115,16 +116,12 @@ class Capacity:
         twin.nodes = dict(self.nodes)
         # Both now read the same spaces: each copies one before it first changes it.
         self._shared, twin._shared = set(self.nodes), set(self.nodes)
-        twin.free_by_model = dict(self.free_by_model)
+        twin.free_by_model, twin.models = dict(self.free_by_model), self.models
         twin._by_free = {
             model: {free: list(ids) for free, ids in by_free.items()}
             for model, by_free in self._by_free.items()
         }
         return twin
-
-    @property
-    def models(self) -> list[str]:
-        return sorted(self.free_by_model)
 
     def take(self, node_id: str, gpus: list[int]) -> None:
         space = self._own(node_id)
