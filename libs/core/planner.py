@@ -945,20 +945,23 @@ class _Cycle:
         placed job of the queue (funded if a budget is on its path; reclaiming with its
         account's smallest waiting job), so a cycle where no queue could skips the scan.
         ``running`` is needed for, and given with, the grounds other than RECLAIM."""
-        budgets, best = self.state.budgets, dict[str, Grounds]()
-        claims = {}
+        budgets, claims = self.state.budgets, {}
+        alike: dict[tuple[str, bool, bool], bool] = {}  # (tier, funded, under share) -> claim
         for tier, account in self.state.queues:
-            grounds = best.get(account)
-            if grounds is None:  # the same for each tier of the account
-                standing = self.ranked.get(account)
-                grounds = best[account] = Grounds(
-                    funded=bool(budgets) and any(path in budgets for path in ancestry(account)),
+            standing = self.ranked.get(account)
+            funded = bool(budgets) and any(path in budgets for path in ancestry(account))
+            under_share = standing is None or not standing.over_share
+            claim = alike.get((tier, funded, under_share))
+            if claim is None:
+                grounds = Grounds(
+                    funded=funded,
                     reclaims_from=frozenset(),  # judged below, where no other ground holds
-                    under_share=standing is None or not standing.over_share,
+                    under_share=under_share,
                     over_share=over_share,
                     allowed=allowed,
                 )
-            claims[tier, account] = could_claim(running, tier, grounds)
+                claim = alike[tier, funded, under_share] = could_claim(running, tier, grounds)
+            claims[tier, account] = claim
         unclaimed = {account for (_, account), claim in claims.items() if not claim}
         if unclaimed and RECLAIM in allowed:  # reclaiming asks the quota book: only if needed
             smallest: dict[str, int] = {}  # account -> the fewest GPUs one of its jobs needs

@@ -298,7 +298,13 @@ class StoppableMemo:
         self._reader = FeedReader()  # of ``State.holder_changes``
         self._now = 0
         self._stoppable: dict[str, JobRecord] = {}
+        # Of those, by job: (its tier's index in TIERS, whether it is funded) as counted in...
+        self._counted: dict[str, tuple[int, bool]] = {}
+        self._tiers = [0] * len(TIERS)  # ...how many there are of each tier...
+        self._unfunded = 0  # ...and not funded
         self._sliced: dict[str, str] = {}  # of those, the ones past their time slice -> account
+        # ...as sets, and their accounts; None: to be made again
+        self._sliced_sets: tuple[frozenset[str], frozenset[str]] | None = None
         self._turns: list[tuple[int, str]] = []  # (when, job): its standing may change then
         self._due: set[tuple[int, str]] = set()  # the same, to push each one once
         self._value: Stoppable | None = None
@@ -312,6 +318,8 @@ class StoppableMemo:
         changed = self._reader.changed(state.holder_changes, basis)
         if changed is None or now < self._now:
             self._stoppable, self._sliced, self._turns, self._due = {}, {}, [], set()
+            self._counted, self._tiers, self._unfunded = {}, [0] * len(TIERS), 0
+            self._sliced_sets = None
             changed, self._value = list(state.holding), None
         self._now = now
         while self._turns and self._turns[0][0] <= now:
@@ -321,16 +329,29 @@ class StoppableMemo:
         for job_id in changed:
             self._look_at(state, job_id, now, time_slice_ns)
         if changed or self._value is None:
-            jobs = list(self._stoppable.values())
-            self._value = _summed(jobs, dict(self._sliced), now, restart_overhead_ms)
+            if self._sliced_sets is None:
+                self._sliced_sets = frozenset(self._sliced), frozenset(self._sliced.values())
+            self._value = Stoppable(
+                jobs=list(self._stoppable.values()),
+                lowest_tier=max((t for t, n in enumerate(self._tiers) if n), default=-1),
+                any_unfunded=self._unfunded > 0,
+                sliced=self._sliced_sets[0],
+                sliceable=self._sliced_sets[1],
+                now=now,
+                restart_overhead_ms=restart_overhead_ms,
+            )
         elif self._value.now != now:
             self._value = msgspec.structs.replace(self._value, now=now)
         return self._value
 
     def _look_at(self, state: State, job_id: str, now: int, time_slice_ns: int | None) -> None:
         """Where the job stands now, and when that may change by the clock alone."""
-        self._stoppable.pop(job_id, None)
-        self._sliced.pop(job_id, None)
+        if self._stoppable.pop(job_id, None) is not None:
+            tier, funded = self._counted.pop(job_id)
+            self._tiers[tier] -= 1
+            self._unfunded -= not funded
+        if self._sliced.pop(job_id, None) is not None:
+            self._sliced_sets = None
         job = state.jobs.get(job_id)
         if job is None or job_id not in state.holding:
             return
@@ -341,8 +362,11 @@ class StoppableMemo:
             self._turn(slice_ends, job_id, now)
         if stoppable(job, now):
             self._stoppable[job_id] = job
+            tier, funded = self._counted[job_id] = (_TIER_RANK[job.spec.tier], job.funded)
+            self._tiers[tier] += 1
+            self._unfunded += not funded
             if _past_slice(job, now, time_slice_ns):
-                self._sliced[job_id] = job.spec.account
+                self._sliced[job_id], self._sliced_sets = job.spec.account, None
 
     def _turn(self, at: int, job_id: str, now: int) -> None:
         if at > now and (at, job_id) not in self._due:  # a job is looked at again often
