@@ -110,21 +110,25 @@ class QuotaBook:
         # (account, GPUs) -> the version, and whom it could reclaim from then.
         self._borrowers: dict[tuple[str, int], tuple[int, frozenset[str]]] = {}
         self._over: dict[str, tuple[int, frozenset[str]]] = {}  # cohort -> version, borrowers
-        if self.active:  # copied: the cycle charges its admissions to it
-            self._used = {path: dict(amounts) for path, amounts in state.held.items()}
+        # Shared with the state's until the cycle charges a path: ``charge`` copies its own.
+        self._charged: set[str] = set()
+        if self.active:
+            self._used = dict(state.held)
         strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
         for path in self._used:
             if path not in self._settings:
                 strays.setdefault(parent_of(path) or "", []).append(path)
+        nothing: Usage = {}
         for parent, resources in self._managed.items():
             members = self._children.get(parent, []) + strays.get(parent, [])
             for resource in resources:
-                self._cohort_held[parent, resource] = sum(
-                    self._held(member, resource) for member in members
-                )
-                self._cohort_used[parent, resource] = sum(
-                    self._used.get(member, {}).get(resource, 0) for member in members
-                )
+                held = used = 0
+                for member in members:
+                    amount = self._used.get(member, nothing).get(resource, 0)
+                    used += amount
+                    held += max(amount, self._guaranteed.get((member, resource), 0))
+                self._cohort_held[parent, resource] = held
+                self._cohort_used[parent, resource] = used
 
     def check(self, spec: JobSpec, model: str | None) -> QuotaBlock | None:
         """The first limit a job on ``model`` would break, leaf first, or None."""
@@ -156,7 +160,10 @@ class QuotaBook:
             return
         self.version += 1
         for path, parent, _ in self._path(account):
-            used = self._used.setdefault(path, {})
+            if path not in self._charged:
+                self._charged.add(path)
+                self._used[path] = dict(self._used.get(path, {}))
+            used = self._used[path]
             managed = self._managed.get(parent, frozenset())
             for resource, amount in amounts.items():
                 before = self._held(path, resource)

@@ -132,6 +132,22 @@ def test_quota_with_a_borrowing_limit_and_a_lender_that_keeps_part_of_its_quota(
     assert a2.detail == {"available": 1}
 
 
+def test_a_cycle_charges_its_admissions_to_its_own_copy_of_quota_use() -> None:
+    state = fold(
+        b.node("n1", 8),
+        account("lab", quota={"gpu": 8}),
+        account("lab/a", quota={"gpu": 4}, borrowing_limit={"gpu": 0}),
+        *running("r", "n1", [0, 1], ends_in=HOUR, account="lab/a"),
+        b.submitted("j", 2, account="lab/a", at=NOW),
+        b.submitted("k", 1, account="lab/a", at=NOW),
+    )
+    held = msgspec.json.encode(state.held)
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["j"]  # then lab/a is at its quota
+    assert reasons(decided)["k"][0] == "QUOTA"
+    assert msgspec.json.encode(state.held) == held
+
+
 def test_a_flavor_found_only_on_cordoned_nodes_waits_for_them() -> None:
     state = fold(
         b.node("a", 8, model="A100"),
