@@ -963,14 +963,20 @@ class _Cycle:
                 claim = alike[tier, funded, under_share] = could_claim(running, tier, grounds)
             claims[tier, account] = claim
         unclaimed = {account for (_, account), claim in claims.items() if not claim}
-        if unclaimed and RECLAIM in allowed:  # reclaiming asks the quota book: only if needed
-            smallest: dict[str, int] = {}  # account -> the fewest GPUs one of its jobs needs
+        # Reclaiming asks the quota book, account by account: only for the accounts no other
+        # ground lets claim, each with the fewest GPUs one of its jobs needs.
+        if unclaimed and RECLAIM in allowed and self.quotas.active:
+            smallest: dict[str, int] = {}
             for gpus in sorted(self.state.sized_queues):
                 for _, account in self.state.sized_queues[gpus]:
                     if account in unclaimed:
                         smallest.setdefault(account, gpus)
-            reclaiming = {a for a in unclaimed if self._reclaims(a, smallest[a])}
-            claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
+                if len(smallest) == len(unclaimed):
+                    break
+            borrowers = self.quotas.borrowers_against
+            reclaiming = {account for account, gpus in smallest.items() if borrowers(account, gpus)}
+            if reclaiming:
+                claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
         return claims
 
     def _reclaims(self, account: str, gpus: int) -> frozenset[str]:
