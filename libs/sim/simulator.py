@@ -22,6 +22,7 @@ every hour of virtual time and when a run ends. The model of a job:
 Seeded and deterministic: no wall clock or unseeded randomness decides anything.
 """
 
+import gc
 import heapq
 import itertools
 import time
@@ -61,6 +62,7 @@ from allot.sim.trace import NodeOutage, TraceJob, check_outages
 
 S = 10**9
 HOUR_NS = 3600 * S
+FREEZE_EVERY = 1000  # moments
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,27 +148,40 @@ class Simulator:
         """Until every job has ended, or those left can never start: the outcomes (of the
         jobs intake would take) and the virtual end time (s).
         ``progress(ended, total)`` is called as every further 1% of the jobs ends."""
-        total, told = len(self.runs), 0
-        while self._queue and self.unfinished:
-            ended = total - self.unfinished
-            if progress is not None and ended * 100 // total > told:
-                told = ended * 100 // total
-                progress(ended, total)
-            self.now = self._queue[0][0]
-            while self._queue and self._queue[0][0] == self.now:
-                _, _, _, kind, job_id, attempt = heapq.heappop(self._queue)
-                self._count(kind, job_id, -1)
-                record = self.state.jobs.get(job_id)
-                if kind in ("finish", "stopped") and (record is None or record.attempts != attempt):
-                    continue
-                getattr(self, f"_on_{kind}")(job_id)
-            self._plan()
-            if self._stuck():
-                break
+        total, told, moments = len(self.runs), 0, 0
+        try:
+            while self._queue and self.unfinished:
+                ended = total - self.unfinished
+                if progress is not None and ended * 100 // total > told:
+                    told = ended * 100 // total
+                    progress(ended, total)
+                self._advance()
+                self._plan()
+                if self._stuck():
+                    break
+                moments += 1
+                if moments % FREEZE_EVERY == 0:
+                    # The state only grows: keep the collector from scanning it again and
+                    # again, as the planner service does with its own.
+                    gc.collect()
+                    gc.freeze()
+        finally:
+            gc.unfreeze()  # so that what this run kept can go once it is dropped
         if progress is not None:
             progress(total - self.unfinished, total)
         outcomes = [r.outcome for job_id, r in self.runs.items() if job_id not in self.refused]
         return outcomes, self.now / S
+
+    def _advance(self) -> None:
+        """To the next moment something happens, and what happens then."""
+        self.now = self._queue[0][0]
+        while self._queue and self._queue[0][0] == self.now:
+            _, _, _, kind, job_id, attempt = heapq.heappop(self._queue)
+            self._count(kind, job_id, -1)
+            record = self.state.jobs.get(job_id)
+            if kind in ("finish", "stopped") and (record is None or record.attempts != attempt):
+                continue
+            getattr(self, f"_on_{kind}")(job_id)
 
     def _stuck(self) -> bool:
         """Nothing runs, no job is to arrive and no node that is down to come back: the
