@@ -948,9 +948,8 @@ class _Cycle:
         budgets, claims = self.state.budgets, {}
         alike: dict[tuple[str, bool, bool], bool] = {}  # (tier, funded, under share) -> claim
         for tier, account in self.state.queues:
-            standing = self.ranked.get(account)
             funded = bool(budgets) and any(path in budgets for path in ancestry(account))
-            under_share = standing is None or not standing.over_share
+            under_share = account not in over_share
             claim = alike.get((tier, funded, under_share))
             if claim is None:
                 grounds = Grounds(
@@ -1006,7 +1005,7 @@ class _Cycle:
         for n, job, position in self._short_of_room(rest, depth, may_claim):
             if tries == 0:
                 break
-            spec, standing = job.spec, self.ranked.get(job.spec.account)
+            spec = job.spec
             alike = (spec.account, spec.tier, spec.workers, spec.gpus, spec.topology,
                      spec.flavor, spec.cpus, spec.memory_mib, spec.min_runtime_ns)  # fmt: skip
             if alike in owed_nothing:
@@ -1018,7 +1017,7 @@ class _Cycle:
                 funded=(running is None or running.any_unfunded)
                 and fund(self.state, spec, self.now, dict(self.budget_reserved)),
                 reclaims_from=self._reclaims(spec.account, spec.total_gpus),
-                under_share=standing is None or not standing.over_share,
+                under_share=spec.account not in over_share,
                 over_share=over_share,
                 allowed=allowed,
             )

@@ -60,7 +60,7 @@ def cost_of(job: JobRecord, now: int, restart_overhead_ms: int) -> int:
         interval = job.spec.checkpoint_interval_ns
         if interval:
             since = max(since, began + (now - began) // interval * interval)
-    gpus = job.gpu_count
+    gpus = sum(map(len, job.placements.values()))  # ``gpu_count``, inlined: per victim
     return gpus * (max(0, now - since) // 1_000_000 + restart_overhead_ms)
 
 
