@@ -343,6 +343,7 @@ def _ordered(
         heads.append((key(n, job), n, 0, job))
     heapq.heapify(heads)
     replace, pop = heapq.heapreplace, heapq.heappop
+    full_lift, long_ago = cap * times // per, now - cap
     while heads:
         _, n, at, job = heads[0]
         # The queue at the top keeps it while its jobs come before the other queues' next,
@@ -350,12 +351,18 @@ def _ordered(
         rest = len(heads)
         after = heads[1][0] if rest == 2 else min(heads[1][0], heads[2][0]) if rest > 2 else None
         entries, shared = queues[n], bases[n]
+        lifted = shared - (full_lift << _SEQ_BITS)  # of a job that waited the most that counts
         yield job
         for i in range(at + 1, len(entries)):
             job = jobs[entries[i][1]]
-            waited = now - job.submitted_at  # ``key``, inlined: this runs for every job
-            lift = (cap if waited > cap else waited if waited > 0 else 0) * times // per
-            next_key = shared - (lift << _SEQ_BITS) + job.submitted_seq
+            # ``key``, inlined: this runs for every job, most of which waited long enough for
+            # the full lift
+            if job.submitted_at <= long_ago:
+                next_key = lifted + job.submitted_seq
+            else:
+                waited = now - job.submitted_at
+                lift = (waited if waited > 0 else 0) * times // per
+                next_key = shared - (lift << _SEQ_BITS) + job.submitted_seq
             if after is not None and next_key > after:
                 replace(heads, (next_key, n, i, job))
                 break
