@@ -138,7 +138,8 @@ class QuotaBook:
         """The first limit taking ``wanted`` more would break for ``account``, leaf first."""
         if not self.active:
             return None
-        key = (account, tuple(sorted(wanted.items())))
+        # ``needs`` and ``gpu_amounts`` list resources in one order (another would only miss)
+        key = (account, tuple(wanted.items()))
         refused = self._refused.get(key)
         if refused is not None:
             path, resource = refused
