@@ -1,6 +1,7 @@
 """Victim selection and holds: who is stopped for whom, and that nobody else takes the GPUs."""
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -508,17 +509,26 @@ holder_steps = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(holder_steps, _minutes), max_size=30))
-def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
-    steps: list[tuple[list[Event], int]],
-) -> None:
-    state, memo = fold(b.node("n1", 8), b.node("n2", 8)), StoppableMemo()
-    now = 0
+def _history(steps: list[tuple[list[Event], int]]) -> Iterator[tuple[State, int]]:
+    """Two nodes, then each step's events at the time it moved on to: the state after each."""
+    state, now = fold(b.node("n1", 8), b.node("n2", 8)), 0
     for events, step in steps:
         now += step
         for event in events:
             apply(state, state.seq + 1, msgspec.structs.replace(event, meta=b.meta(now)))
+        yield state, now
+
+
+histories = st.lists(st.tuples(holder_steps, _minutes), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories)
+def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
+    steps: list[tuple[list[Event], int]],
+) -> None:
+    memo = StoppableMemo()
+    for state, now in _history(steps):
         kept = memo.stoppable_jobs(state, now, 60_000, 4 * HOUR)
         fresh = stoppable_jobs(state, now, 60_000, 4 * HOUR)
         assert sorted(j.job_id for j in kept.jobs) == sorted(j.job_id for j in fresh.jobs)
@@ -526,16 +536,12 @@ def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(holder_steps, _minutes), max_size=30))
+@given(histories)
 def test_the_remembered_free_gpus_are_those_read_afresh(
     steps: list[tuple[list[Event], int]],
 ) -> None:
-    state, memo = fold(b.node("n1", 8), b.node("n2", 8)), PlanMemo()
-    now = 0
-    for events, step in steps:
-        now += step
-        for event in events:
-            apply(state, state.seq + 1, msgspec.structs.replace(event, meta=b.meta(now)))
+    memo = PlanMemo()
+    for state, _ in _history(steps):
         kept, fresh = memo.capacity(state), Capacity.of(state)
         free = {
             node_id: [g.index for g in node.gpus if g.index not in node.allocated]
