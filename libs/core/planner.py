@@ -173,7 +173,7 @@ class PlanMemo:
         self.standings = StandingsMemo()
         self.stoppable = StoppableMemo()
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
-        self._nodes: tuple[tuple[int, int], list[Schedulable]] | None = None
+        self._nodes: tuple[tuple[int, int], list[Schedulable], dict[str, Schedulable]] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
         self._ends = _Ends()
         self._ends_reader = FeedReader()  # of ``State.holder_changes``
@@ -188,17 +188,24 @@ class PlanMemo:
         return self._frame[1]
 
     def schedulable(self, state: State) -> list[Schedulable]:
+        return self._schedulable(state)[1]
+
+    def _schedulable(
+        self, state: State
+    ) -> tuple[tuple[int, int], list[Schedulable], dict[str, Schedulable]]:
+        """The schedulable nodes in id order, and by id."""
         key = (id(state), state.nodes_version)
         if self._nodes is None or self._nodes[0] != key:
-            self._nodes = (key, schedulable(state))
-        return self._nodes[1]
+            nodes = schedulable(state)
+            self._nodes = (key, nodes, {node[0]: node for node in nodes})
+        return self._nodes
 
     def capacity(self, state: State) -> Capacity:
         """The free GPUs of the schedulable nodes, for a cycle to change: kept up to date
         node by node, reading again only the nodes of the holders the log changed since;
         every node after a node event."""
         changed = self._free_reader.changed(state.holder_changes, state.nodes_version)
-        nodes = self.schedulable(state)
+        _, nodes, by_id = self._schedulable(state)
         if changed is None or self._free is None:
             self._free = Capacity.of(state, nodes)
             self._held_on = {
@@ -211,9 +218,9 @@ class PlanMemo:
             if job_id in state.holding:
                 held_on = self._held_on[job_id] = list(state.jobs[job_id].placements)
                 touched.update(held_on)
-        shapes = {node_id: (node, shape) for node_id, node, shape in nodes if node_id in touched}
-        for node_id, (node, shape) in shapes.items():
-            self._free.refresh(node_id, node, shape)
+        for node_id in touched:
+            if node_id in by_id:  # else not schedulable: not in the capacity
+                self._free.refresh(*by_id[node_id])
         return self._free.copy()
 
     def holders(self, state: State) -> "_Holders":
