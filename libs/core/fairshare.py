@@ -255,34 +255,43 @@ def _ranked(
     weights: dict[str, int], usage: dict[str, int], children: _Children
 ) -> dict[str, Standing]:
     result: dict[str, Standing] = {}
-
-    def visit(parent: str | None) -> None:
-        siblings = children.get(parent, [])
-        total_weight = sum(weights[p] for p in siblings)
-        total_usage = sum(usage[p] for p in siblings)
-        # Unused accounts first, then by level factor, highest first (w / W over u / U,
-        # where W and U are the siblings' alike: w / u orders them alike); ties by share,
-        # largest first; then by path. w * 2**64 // u decides unless two are equal (the
-        # floor never reverses an order), then the exact ratio does.
-        order = sorted(
-            (bool(used), -((weight << 64) // (used or 1)), _HighestFirst(weight, used or 1),
-             -weight, p)
-            for p in siblings
-            for weight, used in [(weights[p], usage[p])]
-        )  # fmt: skip
-        for *_, path in order:
-            result[path] = Standing(
-                account=path,
-                rank=len(result) + 1,
-                weight=weights[path],
-                sibling_weight=total_weight,
-                usage_gpu_ms=usage[path],
-                sibling_usage_gpu_ms=total_usage,
-            )
-            visit(path)
-
-    visit(None)
+    _rank_below(None, weights, usage, children, result)
     return result
+
+
+def _rank_below(
+    parent: str | None,
+    weights: dict[str, int],
+    usage: dict[str, int],
+    children: _Children,
+    result: dict[str, Standing],
+) -> None:
+    """Rank ``parent``'s children, each followed by everything below it, into ``result``
+    (a function of its own, not a closure: a recursive closure would hold itself, and
+    every ranking would leave garbage for the collector)."""
+    siblings = children.get(parent, [])
+    total_weight = sum(weights[p] for p in siblings)
+    total_usage = sum(usage[p] for p in siblings)
+    # Unused accounts first, then by level factor, highest first (w / W over u / U,
+    # where W and U are the siblings' alike: w / u orders them alike); ties by share,
+    # largest first; then by path. w * 2**64 // u decides unless two are equal (the
+    # floor never reverses an order), then the exact ratio does.
+    order = sorted(
+        (bool(used), -((weight << 64) // (used or 1)), _HighestFirst(weight, used or 1),
+         -weight, p)
+        for p in siblings
+        for weight, used in [(weights[p], usage[p])]
+    )  # fmt: skip
+    for *_, path in order:
+        result[path] = Standing(
+            account=path,
+            rank=len(result) + 1,
+            weight=weights[path],
+            sibling_weight=total_weight,
+            usage_gpu_ms=usage[path],
+            sibling_usage_gpu_ms=total_usage,
+        )
+        _rank_below(path, weights, usage, children, result)
 
 
 class _HighestFirst:

@@ -175,8 +175,7 @@ class PlanMemo:
         self._frame: tuple[tuple[int, int, int], QuotaFrame] | None = None
         self._nodes: tuple[tuple[int, int], list[Schedulable], dict[str, Schedulable]] | None = None
         self._holders: tuple[tuple[int, int, int], _Holders] | None = None
-        self._ends = _Ends()
-        self._ends_reader = FeedReader()  # of ``State.holder_changes``
+        self._ends = _KeptEnds()
         self._free: Capacity | None = None
         self._free_reader = FeedReader()  # of ``State.holder_changes``
         self._held_on: dict[str, list[str]] = {}  # holder -> its nodes, as last read
@@ -227,18 +226,9 @@ class PlanMemo:
         """What follows from the jobs holding GPUs, kept while they stay as they are."""
         key = (id(state), state.holding_version, state.nodes_version)
         if self._holders is None or self._holders[0] != key:
-            self._holders = (key, _Holders(state, lambda: self.ends(state)))
+            kept = self._ends  # not ``self``: the memo would hold itself, and stay till collected
+            self._holders = (key, _Holders(state, lambda: kept.of(state)))
         return self._holders[1]
-
-    def ends(self, state: State) -> "_Ends":
-        """When the holders end, caught up with the holders the log changed since it was
-        last asked; all of them again when a node changed (a lost node changes holders
-        without naming them)."""
-        changed = self._ends_reader.changed(state.holder_changes, state.nodes_version)
-        if changed is None:
-            self._ends, changed = _Ends(), list(state.holding)
-        self._ends.update(state, changed)
-        return self._ends
 
 
 def plan(
@@ -455,6 +445,22 @@ def _quota_refusal(block: QuotaBlock) -> _Refusal:
 
 
 _Reserved = tuple[int, list[Placement]] | None  # when it starts and where; None: no estimate
+
+
+class _KeptEnds:
+    """When the holders end, caught up with the holders the log changed since it was last
+    asked; all of them again when a node changed (a lost node changes holders without
+    naming them)."""
+
+    def __init__(self) -> None:
+        self._ends = _Ends()
+        self._reader = FeedReader()  # of ``State.holder_changes``
+
+    def of(self, state: State) -> "_Ends":
+        changed = self._reader.changed(state.holder_changes, state.nodes_version)
+        if changed is None:
+            self._ends, changed = _Ends(), list(state.holding)
+        return self._ends.update(state, changed)
 
 
 class _Holders:

@@ -159,27 +159,46 @@ def _search_node(
 ) -> _Best | None:
     """Depth first over the node's victims, cheapest first, pruned by the best cost so
     far: adding a victim only adds cost, so a set that places the job is not extended."""
-    model = [capacity.nodes[node_id].model]
-    chosen: list[Victim] = []
+    search = _NodeSearch(capacity, spec, node_id, here, deficit, best)
+    search.below(0, 0, 0)
+    return search.best
 
-    def search(start: int, cost: int, freed: int) -> None:
-        nonlocal best
+
+class _NodeSearch:
+    """``_search_node``'s search: an object, not a recursive closure, which would hold
+    itself and leave the cycle's capacity to the garbage collector."""
+
+    def __init__(
+        self,
+        capacity: Capacity,
+        spec: JobSpec,
+        node_id: str,
+        here: list[Victim],
+        deficit: int,
+        best: _Best | None,
+    ):
+        self.capacity, self.spec, self.node_id = capacity, spec, node_id
+        self.here, self.deficit, self.best = here, deficit, best
+        self.model = [capacity.nodes[node_id].model]
+        self.chosen: list[Victim] = []
+
+    def below(self, start: int, cost: int, freed: int) -> None:
+        """The sets of ``chosen`` and victims from ``start`` on."""
+        best, chosen, node_id = self.best, self.chosen, self.node_id
         if best is not None and cost > best[0][0]:
             return
-        if freed >= deficit:
-            placed = _placed_with(capacity, spec, model, chosen)
+        if freed >= self.deficit:
+            placed = _placed_with(self.capacity, self.spec, self.model, chosen)
             if placed is not None and [p.node_id for p in placed] == [node_id]:
                 key = (cost, len(chosen), node_id, [v.job_id for v in chosen])
                 if best is None or key < best[0]:
-                    best = (key, list(chosen), placed)
+                    self.best = (key, list(chosen), placed)
                 return
+        here = self.here
         for i in range(start, len(here)):
             chosen.append(here[i])
-            search(i + 1, cost + here[i].cost, freed + len(here[i].placements[node_id]))
+            self.below(i + 1, cost + here[i].cost, freed + len(here[i].placements[node_id]))
             chosen.pop()
-
-    search(0, 0, 0)
-    return best
 
 
 def _lower_bound(victims: list[Victim], node_id: str, deficit: int) -> int:

@@ -1,6 +1,7 @@
 """The simulator drives the real planner on a virtual clock: small traces checked by hand,
 and properties of any run."""
 
+import gc
 import json
 import subprocess
 import sys
@@ -417,3 +418,20 @@ def test_a_job_that_could_never_fit_is_refused_and_the_run_still_ends() -> None:
     assert "no node has that many GPUs" in simulator.refused["big"]
     result = simulate(jobs, Settings(nodes=2, gpus_per_node=8), DEFAULT_POLICY, "allot")
     assert (result["jobs"], result["refused"]) == (1, 1)
+
+
+def test_a_run_leaves_no_garbage_for_the_collector() -> None:
+    # The planner's memo and its fair-share ranking hold no reference cycles, so a run's
+    # state goes when the run does, not whenever the collector next gets to it (during
+    # the next policy of a comparison, or a planner's next cycles).
+    jobs = trace(
+        *((f"j{n}", n * 30.0, 600.0, 1 + n % 3, f"a{n % 4}") for n in range(60)),
+        tier="batch",
+    )
+    gc.collect()
+    gc.disable()
+    try:
+        simulate(jobs, Settings(nodes=2, gpus_per_node=4), DEFAULT_POLICY, "allot")
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
