@@ -186,9 +186,6 @@ class PlanMemo:
             self._frame = (key, QuotaFrame(state))
         return self._frame[1]
 
-    def schedulable(self, state: State) -> list[Schedulable]:
-        return self._schedulable(state)[1]
-
     def _schedulable(
         self, state: State
     ) -> tuple[tuple[int, int], list[Schedulable], dict[str, Schedulable]]:
@@ -648,8 +645,11 @@ class _Cycle:
             limit -= 1
             short, spec = self._ends_before_reservation(job), job.spec
             shape = (spec.workers, spec.gpus, spec.topology, tuple(self._models_of(job)), short)
-            if shape in self._failed:  # no room for its shape on any model: refused, whatever
-                continue  # its quota (which a cycle past its depth states nothing about)
+            if not self.quotas.by_model and shape in self._failed:
+                # Its shape found no room on the models its quota allows (all, when quotas
+                # do not name models; none would be a refusal anyway): refused, whatever
+                # its quota, which a cycle past its depth states nothing about.
+                continue
             verdict, _ = self._verdict(job, short)
             if isinstance(verdict, list):
                 self._admit(job, verdict)  # only an admission leaves less room

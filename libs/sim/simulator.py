@@ -149,6 +149,8 @@ class Simulator:
         jobs intake would take) and the virtual end time (s).
         ``progress(ended, total)`` is called as every further 1% of the jobs ends."""
         total, told, moments = len(self.runs), 0, 0
+        # Unfreezing lets go of all that is frozen: only where the run froze it all.
+        freezes = gc.get_freeze_count() == 0
         try:
             while self._queue and self.unfinished:
                 ended = total - self.unfinished
@@ -160,13 +162,14 @@ class Simulator:
                 if self._stuck():
                     break
                 moments += 1
-                if moments % FREEZE_EVERY == 0:
+                if freezes and moments % FREEZE_EVERY == 0:
                     # The state only grows: keep the collector from scanning it again and
                     # again, as the planner service does with its own.
                     gc.collect()
                     gc.freeze()
         finally:
-            gc.unfreeze()  # so that what this run kept can go once it is dropped
+            if freezes:
+                gc.unfreeze()  # so that what this run kept can go once it is dropped
         if progress is not None:
             progress(total - self.unfinished, total)
         outcomes = [r.outcome for job_id, r in self.runs.items() if job_id not in self.refused]

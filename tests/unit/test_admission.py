@@ -6,7 +6,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.core import DEFAULT_POLICY, PlanMemo, apply, plan
+from allot.core import DEFAULT_POLICY, PlanMemo, Policy, apply, plan
 from allot.core.maxwait import overdue
 from allot.core.placement import Capacity
 from allot.core.planner import Plan
@@ -15,10 +15,12 @@ from allot.proto.events import (
     AccountSettings,
     BudgetGranted,
     Event,
+    Hold,
     MaxWaitExceeded,
     NodeCordoned,
     NodeLost,
     PendingReason,
+    Placement,
 )
 from tests import builders as b
 from tests.builders import fold
@@ -146,6 +148,32 @@ def test_a_cycle_charges_its_admissions_to_its_own_copy_of_quota_use() -> None:
     assert [a.job_id for a in decided.admissions] == ["j"]  # then lab/a is at its quota
     assert reasons(decided)["k"][0] == "QUOTA"
     assert msgspec.json.encode(state.held) == held
+
+
+def test_past_the_depth_a_job_kept_to_some_models_starts_where_a_held_job_left_room() -> None:
+    # y's quota keeps it off model B. J1 finds no room for its shape anywhere; H, for which
+    # n1 [0, 1] are held, starts on n0 instead and leaves them free: J3, past the depth and
+    # of J1's shape but allowed model A only, takes them.
+    hold = msgspec.structs.replace(
+        b.plan(), holds=[Hold(job_id="H", placements=[Placement(node_id="n1", gpus=[0, 1])])]
+    )
+    state = fold(
+        account("x"),
+        account("y", quota={"gpu:B": 0}, borrowing_limit={"gpu:B": 0}),
+        b.node("n0", 2, model="B", islands=[[0], [1]]),
+        b.node("n1", 4, model="A"),
+        b.submitted("R", 2, account="x"),
+        b.plan(("R", "n1", [2, 3])),
+        b.submitted("J1", 2, account="x", topology="nvlink"),
+        b.submitted("H", 2, account="x"),
+        b.submitted("J3", 2, account="y", topology="nvlink"),
+        hold,
+    )
+    policy = Policy(order="fifo", queue_depth=2, backfill=False, preemption=False)
+    for memo in (None, PlanMemo()):
+        decided = plan(state, NOW, policy, memo)
+        placed = {a.job_id: [(p.node_id, p.gpus) for p in a.placements] for a in decided.admissions}
+        assert placed == {"H": [("n0", [0, 1])], "J3": [("n1", [0, 1])]}
 
 
 def test_a_flavor_found_only_on_cordoned_nodes_waits_for_them() -> None:
