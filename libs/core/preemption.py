@@ -138,7 +138,9 @@ def _on_one_node(
         if best is not None and bound > best[0][0]:
             break
         here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
-        best = _search_node(capacity, spec, node_id, here, deficit, best)
+        search = _NodeSearch(capacity, spec, node_id, here, deficit, best)
+        search.below(0, 0, 0)
+        best = search.best
     return None if best is None else (best[1], best[2])
 
 
@@ -149,24 +151,11 @@ def _cheapest_first(victim: Victim) -> tuple[int, str]:
 _Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
 
 
-def _search_node(
-    capacity: Capacity,
-    spec: JobSpec,
-    node_id: str,
-    here: list[Victim],
-    deficit: int,
-    best: _Best | None,
-) -> _Best | None:
-    """Depth first over the node's victims, cheapest first, pruned by the best cost so
-    far: adding a victim only adds cost, so a set that places the job is not extended."""
-    search = _NodeSearch(capacity, spec, node_id, here, deficit, best)
-    search.below(0, 0, 0)
-    return search.best
-
-
 class _NodeSearch:
-    """``_search_node``'s search: an object, not a recursive closure, which would hold
-    itself and leave the cycle's capacity to the garbage collector."""
+    """Depth first over a node's victims, cheapest first, pruned by the best cost so far:
+    adding a victim only adds cost, so a set that places the job is not extended. An
+    object, not a recursive closure, which would hold itself and leave the cycle's capacity
+    to the garbage collector."""
 
     def __init__(
         self,
