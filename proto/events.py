@@ -318,12 +318,15 @@ class NodeDrained(NodeEvent, frozen=True, kw_only=True, tag="NodeDrained"):
 # --- accounts ---------------------------------------------------------------------------
 
 
-class AccountSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class AccountSettings(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """One account of the tree. Its parent is its path without the last segment.
 
     Resources are ``gpu``, ``gpu:<model>``, ``cpu`` and ``memory_mib``. A resource missing
     from ``borrowing_limit`` may be borrowed without limit; one missing from
-    ``lending_limit`` may be lent in full."""
+    ``lending_limit`` may be lent in full. Defaults are left out when written: a big tree's
+    settings are mostly defaults, and all of an apply's changes go in one event."""
 
     weight: int = 1  # share of its parent's GPU time, relative to its siblings
     quota: dict[str, int] = {}  # nominal (guaranteed) amount per resource
@@ -342,6 +345,18 @@ class AccountUpdated(AccountEvent, frozen=True, kw_only=True, tag="AccountUpdate
 
 class AccountRemoved(AccountEvent, frozen=True, kw_only=True, tag="AccountRemoved"):
     """The account is gone; it had no pending or running jobs."""
+
+
+class AccountsApplied(Event, frozen=True, kw_only=True, tag="AccountsApplied"):
+    """One ``accounts apply``: every change it makes to the tree (docs/adr/0013). The fold
+    takes all of it or, if any part does not fit the tree it meets, none of it. Appended
+    under ``allot.evt.account.AccountsApplied``; logs written before it say the same with
+    one ``AccountDefined``, ``AccountUpdated`` or ``AccountRemoved`` per account."""
+
+    defined: dict[str, AccountSettings] = {}
+    updated: dict[str, AccountSettings] = {}
+    removed: list[str] = []
+    basis_seq: int = 0  # the last sequence the ledger had folded when it computed them
 
 
 class BudgetGranted(AccountEvent, frozen=True, kw_only=True, tag="BudgetGranted"):
@@ -374,6 +389,18 @@ class UsageCharged(AccountEvent, frozen=True, kw_only=True, tag="UsageCharged"):
     gpu_ms: int
 
 
+# --- the log itself ---------------------------------------------------------------------
+
+
+class EventQuarantined(Event, frozen=True, kw_only=True, tag="EventQuarantined"):
+    """An operator's word that the event at ``seq`` is not to be folded: from here on, the
+    state is the fold of the log before this event without it (``allot log quarantine``)."""
+
+    seq: int
+    reason: str
+    by: str = ""  # who said so
+
+
 AnyEvent = (
     JobSubmitted
     | JobRejected
@@ -399,9 +426,11 @@ AnyEvent = (
     | AccountDefined
     | AccountUpdated
     | AccountRemoved
+    | AccountsApplied
     | UsageCharged
     | BudgetGranted
     | BudgetExhausted
+    | EventQuarantined
 )
 
 EVENT_TYPES: Final[tuple[type[Event], ...]] = (
@@ -429,7 +458,9 @@ EVENT_TYPES: Final[tuple[type[Event], ...]] = (
     AccountDefined,
     AccountUpdated,
     AccountRemoved,
+    AccountsApplied,
     UsageCharged,
     BudgetGranted,
     BudgetExhausted,
+    EventQuarantined,
 )

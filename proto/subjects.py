@@ -11,17 +11,21 @@ import msgspec
 
 from allot.proto.events import (
     AccountEvent,
+    AccountsApplied,
     Event,
+    EventQuarantined,
     JobEvent,
     NodeEvent,
     PlanComputed,
     PolicyAdopted,
 )
+from allot.proto.limits import MAX_EVENT_BYTES
 
 STREAM: Final = "ALLOT"
 EVENTS_PREFIX: Final = "allot.evt"
 ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 PLAN_EVENTS: Final = f"{EVENTS_PREFIX}.plan.>"
+LOG_EVENTS: Final = f"{EVENTS_PREFIX}.log.>"  # what operators say about the log itself
 
 SUBMIT: Final = "allot.cmd.submit"
 CANCEL: Final = "allot.cmd.cancel"
@@ -41,7 +45,7 @@ class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
     name: str = STREAM
     subjects: tuple[str, ...] = (ALL_EVENTS,)
     duplicate_window_s: float = 600.0
-    max_msg_size: int = 1 << 20
+    max_msg_size: int = MAX_EVENT_BYTES
 
 
 def health(service: str) -> str:
@@ -63,8 +67,13 @@ def subject_for(event: Event) -> str:
     if isinstance(event, AccountEvent):
         tokens = ".".join(_token(segment) for segment in event.path.split("/"))
         return f"{EVENTS_PREFIX}.account.{tokens}.{tag}"
+    if isinstance(event, AccountsApplied):
+        # Among the account events (a path's segments are lower case, the tag is not).
+        return f"{EVENTS_PREFIX}.account.{tag}"
     if isinstance(event, PlanComputed | PolicyAdopted):
         return f"{EVENTS_PREFIX}.plan.{tag}"
+    if isinstance(event, EventQuarantined):
+        return f"{EVENTS_PREFIX}.log.{tag}"
     raise TypeError(f"no subject for event type {type(event).__name__}")
 
 

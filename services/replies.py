@@ -1,12 +1,61 @@
-"""Field errors that every command service answers with."""
+"""What every command service shares: decoding a request within bounds, field errors, and
+one reply to every request, whatever its handler does."""
 
+import contextlib
+import logging
 import re
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import msgspec
+from nats.aio.msg import Msg
 
 from allot.proto.commands import FieldError
+from allot.proto.limits import MAX_REQUEST_BYTES, check_json
 
+log = logging.getLogger("allot.commands")
 _AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
+Request = TypeVar("Request", bound=msgspec.Struct)
+Handler = Callable[[bytes], Awaitable[msgspec.Struct]]
+
+
+class Refusal(msgspec.Struct, frozen=True, kw_only=True):
+    """A reply with errors only: every reply of ``allot.proto.commands`` reads it, since
+    their other fields all have defaults."""
+
+    errors: list[FieldError]
+
+
+def refusal(field: str, value: str, message: str) -> Refusal:
+    return Refusal(errors=[FieldError(field=field, value=value, message=message)])
+
+
+async def answer(msg: Msg, handle: Handler, service: str) -> None:
+    """Reply to ``msg`` with what ``handle`` makes of it; a handler that raises is logged
+    and answered with the error, so no request goes unanswered or stops the service."""
+    try:
+        reply = await handle(msg.data)
+    except Exception as error:
+        log.exception("%s failed on a request to %s", service, msg.subject)
+        reply = refusal("request", "", f"the {service} failed on it: {error!r}")
+    await respond(msg, reply)
+
+
+async def respond(msg: Msg, reply: msgspec.Struct) -> None:
+    with contextlib.suppress(Exception):  # a request without a reply subject, or gone
+        await msg.respond(msgspec.json.encode(reply))
+
+
+def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:
+    """The request, or the field error that says why it is not one. Size and nesting are
+    checked before decoding; nothing a client sends raises here."""
+    try:
+        check_json(payload, MAX_REQUEST_BYTES)
+        return msgspec.json.decode(payload, type=kind)
+    except msgspec.DecodeError as error:
+        return decode_error(error)
+    except Exception as error:  # a decoder bug must not cost the service or the reply
+        return FieldError(field="request", value="", message=f"cannot decode: {error!r}")
 
 
 def not_stored(error: Exception) -> FieldError:

@@ -15,8 +15,9 @@ from typing import Any
 
 import allot.core
 import allot.proto
-from allot.bus.eventlog import EventLog, new_meta
-from allot.core import State, apply_record
+from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.urls import redacted
+from allot.core import State, apply_record, refold
 from allot.proto.events import Meta
 
 log = logging.getLogger("allot")
@@ -29,9 +30,11 @@ async def follow_state(
     tick_s: float | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
-    written so far has been folded, so decisions never rest on a half-read log. With
-    ``tick_s``, also every ``tick_s`` seconds while the log is quiet: for decisions that
-    time alone makes due (aging, grace periods, runtimes). Calls never overlap."""
+    written so far has been folded, so decisions never rest on a half-read log. What
+    arrived while a call ran is folded in full before the next one: a burst of events
+    costs one decision, not one for each of its events. With ``tick_s``, also every
+    ``tick_s`` seconds while the log is quiet: for decisions that time alone makes due
+    (aging, grace periods, runtimes). Calls never overlap."""
     one_at_a_time = asyncio.Lock()
 
     async def caught_up() -> None:
@@ -51,14 +54,33 @@ async def follow_state(
             await caught_up()
         async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
             async for record in records:
-                apply_record(state, record)
-                if record.pending == 0:
+                fold(state, record)
+                if state.refold_due:
+                    await _refold(events, state)
+                if record.pending == 0:  # counts what reached this process unfolded too
                     await caught_up()
     finally:
         if ticker is not None:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
+
+
+def fold(state: State, record: Record) -> None:
+    """Fold one record; an event the fold ignored is logged once, here, as it is folded."""
+    ignored = state.ignored_count
+    apply_record(state, record)
+    if state.ignored_count > ignored:
+        why = state.ignored[-1]
+        log.warning("ignored %s at sequence %d: %s", why.type, why.seq, why.reason[:500])
+
+
+async def _refold(events: EventLog, state: State) -> None:
+    """A quarantine was folded: fold the log up to it again without the quarantined
+    events (``allot.core.refold``), and let every view of the old state go."""
+    log.warning("sequence %d quarantines %s: folding the log again", state.seq, state.quarantined)
+    state.become(refold(state, await events.read(1, state.seq)))
+    log.info("folded again up to sequence %d", state.seq)
 
 
 class Clock:
@@ -116,7 +138,7 @@ def run_service(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        log.info("started, NATS at %s", args.nats_url)
+        log.info("started, NATS at %s", redacted(args.nats_url))
         with contextlib.suppress(asyncio.CancelledError):
             await task
         with contextlib.suppress(Exception):

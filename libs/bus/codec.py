@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from allot.proto.events import SCHEMA_VERSION, AnyEvent, Event
+from allot.proto.limits import MAX_EVENT_BYTES, check_json
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
@@ -42,7 +43,18 @@ def encode(event: Event) -> bytes:
 
 
 def decode(data: bytes) -> Event:
-    """Raises ``msgspec.DecodeError`` (or its subclass ``ValidationError``) on bad input."""
+    """Raises ``msgspec.DecodeError`` (or its subclass ``ValidationError``) on bad input, and
+    nothing else, whatever the bytes: the fold of every service rests on that."""
+    check_json(data, MAX_EVENT_BYTES)
+    try:
+        return _decode(data)
+    except msgspec.DecodeError:
+        raise
+    except Exception as error:  # a decoder bug must not stop a fold
+        raise msgspec.DecodeError(f"cannot decode: {error!r}") from None
+
+
+def _decode(data: bytes) -> Event:
     try:
         event: Event = _decoder.decode(data)
         return event
@@ -50,8 +62,8 @@ def decode(data: bytes) -> Event:
         plain = _plain.decode(data)
         meta = plain.get("meta") if isinstance(plain, dict) else None
         version = meta.get("v", 1) if isinstance(meta, dict) else None
-        if not isinstance(version, int) or version >= SCHEMA_VERSION:
-            raise
+        if not isinstance(version, int) or not 1 <= version < SCHEMA_VERSION:
+            raise  # not an older version we know: there is nothing to upcast from
         try:
             return upcast(plain, version)
         except (KeyError, TypeError, AttributeError, ValueError) as error:

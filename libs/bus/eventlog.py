@@ -7,9 +7,11 @@ follows use ordered consumers, so records arrive in sequence order without acks.
 consumers (``consume``) ack after the caller has handled a record: at-least-once.
 """
 
+import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 
 import msgspec
 import nats
@@ -21,10 +23,14 @@ from nats.js.errors import APIError, NotFoundError
 
 from allot.bus import tracing
 from allot.bus.codec import decode, encode
+from allot.bus.urls import redacted
 from allot.proto.events import Event, Meta
+from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
+RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
+log = logging.getLogger("allot.bus")
 
 
 class Conflict(Exception):
@@ -33,6 +39,14 @@ class Conflict(Exception):
     def __init__(self, expected_last_seq: int, detail: str):
         super().__init__(f"stream is past sequence {expected_last_seq}: {detail}")
         self.expected_last_seq = expected_last_seq
+
+
+class EventTooLarge(ValueError):
+    """An event too large for the log to take; nothing was sent."""
+
+    def __init__(self, what: str):
+        limit = MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES
+        super().__init__(f"{what}: the log takes events of at most {limit} bytes")
 
 
 class Appended(msgspec.Struct, frozen=True):
@@ -50,7 +64,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     event: Event | None
     error: str = ""
     headers: dict[str, str] = {}
-    pending: int = 0  # messages after this one, as the server counted at delivery
+    # How many messages at least come after this one: the server's count at delivery or,
+    # when following, those already delivered and waiting in the client, if more.
+    pending: int = 0
     data: bytes = b""  # the message as stored, for export
 
 
@@ -67,7 +83,13 @@ class EventLog:
 
     @classmethod
     async def connect(cls, url: str, *, name: str = "allot") -> "EventLog":
-        nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+        nc = await nats.connect(
+            url,
+            name=name,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            **_quiet_callbacks(),
+        )
         log = cls(nc)
         await log.ensure_stream()
         return log
@@ -103,6 +125,10 @@ class EventLog:
     ) -> Appended:
         """Append one event. ``expected_last_seq`` guards the whole stream;
         ``expected_last_subject_seq`` only the event's own subject (0: nothing on it yet)."""
+        data = encode(event)
+        if len(data) > MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES:
+            # NATS would close the connection over it, failing every request in flight.
+            raise EventTooLarge(f"{type(event).__name__} of {len(data)} bytes")
         all_headers = tracing.inject(dict(headers or {}))
         all_headers["Nats-Msg-Id"] = msg_id or event.meta.id
         if expected_last_seq is not None:
@@ -111,7 +137,7 @@ class EventLog:
             all_headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
         try:
             ack = await self.js.publish(
-                subject_for(event), encode(event), stream=self.settings.name, headers=all_headers
+                subject_for(event), data, stream=self.settings.name, headers=all_headers
             )
         except APIError as error:
             if error.err_code == WRONG_LAST_SEQUENCE:
@@ -159,22 +185,48 @@ class EventLog:
     async def follow(
         self, from_seq: int = 1, subject: str = ALL_EVENTS
     ) -> AsyncGenerator[Record, None]:
-        """Every record from ``from_seq`` on, in order, then new ones as they arrive."""
-        sub = await self.js.subscribe(
-            subject,
-            stream=self.settings.name,
-            ordered_consumer=True,
-            config=ConsumerConfig(
-                deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, from_seq)
-            ),
-        )
-        try:
-            while True:
-                msg = await sub.next_msg(timeout=None)
-                yield to_record(msg)
-        finally:
-            with contextlib.suppress(nats.errors.Error):  # a closing connection drops it anyway
-                await sub.unsubscribe()
+        """Every record from ``from_seq`` on, in order, then new ones as they arrive.
+
+        After the connection came back, it subscribes again from the next record: the old
+        ordered consumer would notice the loss only after missing several heartbeats,
+        leaving the caller blind for many seconds after the bus returned."""
+        next_seq = max(1, from_seq)
+        while True:
+            reconnects = self.nc.stats["reconnects"]
+            sub = await self._subscribe_ordered(subject, next_seq)
+            try:
+                while self.nc.stats["reconnects"] == reconnects:
+                    try:
+                        msg = await sub.next_msg(timeout=RECONNECT_CHECK_S)
+                    except (TimeoutError, nats.errors.TimeoutError):
+                        continue
+                    # What was delivered but not yet handed out is pending too: a caller
+                    # that decides whenever nothing is pending then folds all that first.
+                    record = to_record(msg, buffered=sub.pending_msgs)
+                    next_seq = record.seq + 1
+                    yield record
+            finally:
+                with contextlib.suppress(nats.errors.Error):  # a closing connection drops it
+                    await sub.unsubscribe()
+
+    async def _subscribe_ordered(
+        self, subject: str, start_seq: int
+    ) -> JetStreamContext.PushSubscription:
+        """An ordered consumer from ``start_seq``, once the server answers (it may be away)."""
+        while True:
+            try:
+                return await self.js.subscribe(
+                    subject,
+                    stream=self.settings.name,
+                    ordered_consumer=True,
+                    config=ConsumerConfig(
+                        deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
+                    ),
+                )
+            except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
+                if self.nc.is_closed:
+                    raise
+                await asyncio.sleep(RECONNECT_CHECK_S)
 
     async def consume(
         self, durable: str, subject: str = ALL_EVENTS, batch: int = 256
@@ -207,10 +259,38 @@ class EventLog:
                 await sub.unsubscribe()
 
 
-def to_record(msg: Msg) -> Record:
+def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:
+    """Connection news as one line each, and an error said again only when it changes:
+    nats-py's own callback logs a traceback at every reconnect attempt while the server is
+    away."""
+    last_error = ""
+
+    async def error(problem: Exception) -> None:
+        nonlocal last_error
+        if str(problem) != last_error:
+            last_error = str(problem)
+            log.warning("NATS: %s", redacted(last_error) or type(problem).__name__)
+
+    async def disconnected() -> None:
+        log.warning("NATS: disconnected; reconnecting")
+
+    async def reconnected() -> None:
+        nonlocal last_error
+        last_error = ""
+        log.info("NATS: reconnected")
+
+    return {"error_cb": error, "disconnected_cb": disconnected, "reconnected_cb": reconnected}
+
+
+def to_record(msg: Msg, buffered: int = 0) -> Record:
+    """``buffered``: messages after this one already in the client, not yet handed out."""
     meta = msg.metadata
     headers = {k: v for k, v in (msg.headers or {}).items() if isinstance(v, str)}
-    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, meta.num_pending)
+    # The server counted what it had not sent yet when it sent this one; the client's
+    # buffer holds what has come since. Each is a floor of what follows (they overlap), so
+    # the larger is too, and it is 0 only when neither knows of more.
+    pending = max(meta.num_pending, buffered)
+    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, pending)
 
 
 def make_record(

@@ -1,14 +1,25 @@
-"""An embedded ``nats-server`` with JetStream: free port, own data dir, readiness, clean stop."""
+"""An embedded ``nats-server`` with JetStream: free port, own data dir, readiness, clean stop,
+and, when asked, a restart when it dies by itself. Also what a supervisor needs for each of
+its children: that they die with it, and a backoff for those that crash-loop."""
 
 import asyncio
 import contextlib
+import ctypes
+import logging
+import os
 import shutil
+import signal
 import socket
 import sys
 import sysconfig
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import nats
+
+log = logging.getLogger(__name__)
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def nats_server_binary() -> str:
@@ -33,45 +44,123 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-class EmbeddedNats:
-    """A child ``nats-server -js``. Use ``async with`` or ``start()``/``stop()``."""
+@dataclass(frozen=True)
+class Backoff:
+    """How long to wait before restarting a child that exited: doubling from ``first_s`` up to
+    ``max_s``, so that a crash loop costs little; back to ``first_s`` once the child had stayed
+    up ``stable_s``, so that a rare crash is repaired quickly."""
 
-    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1", port: int | None = None):
+    first_s: float = 0.5
+    max_s: float = 30.0
+    stable_s: float = 30.0
+
+    def next(self, previous_s: float | None, uptime_s: float) -> float:
+        if previous_s is None or uptime_s >= self.stable_s:
+            return self.first_s
+        return min(previous_s * 2, self.max_s)
+
+
+def dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` after which the child gets SIGKILL when this process ends, even by
+    kill -9, which leaves it no chance to stop its children (Linux only; None elsewhere).
+
+    PR_SET_PDEATHSIG survives exec, so it covers the Go ``nats-server`` as well as Python
+    services, with no polling. It fires when the *thread* that forked ends: here the event
+    loop's, which lives as long as the process. Between fork and exec it makes system calls
+    only and takes no lock, so it is safe although the parent has threads. SIGKILL, because
+    nobody is left to escalate a stop that hangs, and every child is built to survive kill -9
+    (the log is the truth; JetStream recovers its store). Grandchildren do not inherit it:
+    jobs outlive their node agent, for the next one to adopt (docs/adr/0003)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+class EmbeddedNats:
+    """A child ``nats-server -js``. Use ``async with`` or ``start()``/``stop()``. With
+    ``restart``, a server that exits by itself is started again on the same port and data
+    dir (clients reconnect); one stopped by ``stop()`` stays stopped until ``start()``."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        restart: Backoff | None = None,
+    ):
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port or free_port(host)
+        self.restart = restart
         self._process: asyncio.subprocess.Process | None = None
+        self._supervisor: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
         return f"nats://{self.host}:{self.port}"
 
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "nats-server.log"
+
     async def start(self, timeout: float = 15.0) -> "EmbeddedNats":
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - handed to the child
-        self._process = await asyncio.create_subprocess_exec(
-            nats_server_binary(),
-            "-js",
-            "-sd",
-            str(self.data_dir / "jetstream"),
-            "-a",
-            self.host,
-            "-p",
-            str(self.port),
-            stdout=log,
-            stderr=log,
-        )
-        log.close()
+        await self._spawn()
         await self._wait_ready(timeout)
+        if self.restart is not None:
+            self._supervisor = asyncio.create_task(self._supervise(self.restart))
         return self
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as out:
+            self._process = await asyncio.create_subprocess_exec(
+                nats_server_binary(),
+                "-js",
+                "-sd",
+                str(self.data_dir / "jetstream"),
+                "-a",
+                self.host,
+                "-p",
+                str(self.port),
+                stdout=out,
+                stderr=out,
+                process_group=0,  # a Ctrl-C is for the parent, which decides when this stops
+                preexec_fn=dies_with_parent(),
+            )
+        return self._process
+
+    async def _supervise(self, backoff: Backoff) -> None:
+        """Restart the server whenever it exits; ``stop()`` cancels this first."""
+        loop = asyncio.get_running_loop()
+        assert self._process is not None
+        process = self._process
+        delay: float | None = None
+        while True:
+            started = loop.time()
+            code = await process.wait()
+            delay = backoff.next(delay, loop.time() - started)
+            log.warning(
+                "nats-server exited with %s; restarting it on %s in %.1fs (see %s)",
+                code, self.url, delay, self.log_path,
+            )  # fmt: skip
+            await asyncio.sleep(delay)
+            process = await self._spawn()
 
     async def _wait_ready(self, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             if self._process is not None and self._process.returncode is not None:
                 raise RuntimeError(
-                    f"nats-server exited with {self._process.returncode}; "
-                    f"see {self.data_dir / 'nats-server.log'}"
+                    f"nats-server exited with {self._process.returncode}; see {self.log_path}"
                 )
             try:
                 # Probe the port first: a refused nats.connect waits before it gives up.
@@ -93,6 +182,11 @@ class EmbeddedNats:
                 await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:  # first, so that this stop is not taken for a crash
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await supervisor
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
             return

@@ -111,7 +111,18 @@ async def cmd_status(args: argparse.Namespace) -> int:
         return 0
     jobs = sorted(state.jobs.values(), key=lambda j: (j.submitted_seq, j.job_id))
     emit(args, [render.job_view(j) for j in jobs], render.jobs_table(jobs))
+    report_ignored(state)
     return 0
+
+
+def report_ignored(state: State, shown: int = 3) -> None:
+    """Events the fold refused are no error of this command, but an operator should know."""
+    if not state.ignored_count:
+        return
+    print(f"note: the fold ignored {state.ignored_count} events of the log; the latest:",
+          file=sys.stderr)  # fmt: skip
+    for ignored in state.ignored[-shown:]:
+        print(f"  {ignored.seq} {ignored.type}: {ignored.reason[:200]}", file=sys.stderr)
 
 
 async def cmd_queue(args: argparse.Namespace) -> int:
@@ -127,7 +138,7 @@ async def cmd_explain(args: argparse.Namespace) -> int:
         records = await client.events.read()
     state = State()
     for record in records:
-        apply_record(state, record)
+        apply_record(state, record, records)
     job = state.jobs.get(args.job)
     if job is None:
         print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
@@ -268,6 +279,12 @@ async def cmd_log_import(args: argparse.Namespace) -> int:
     from allot.client import replay
 
     return await replay.cmd_log_import(args, connect)
+
+
+async def cmd_log_quarantine(args: argparse.Namespace) -> int:
+    from allot.client import replay
+
+    return await replay.cmd_log_quarantine(args, connect)
 
 
 async def cmd_log_tail(args: argparse.Namespace) -> int:
@@ -528,6 +545,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.set_defaults(handler=cmd_log_import)
     load.add_argument("file")
+    quarantine = log_sub.add_parser(
+        "quarantine",
+        parents=[common],
+        help="mark an event as not to be folded (recorded as an event: replay agrees)",
+    )
+    quarantine.set_defaults(handler=cmd_log_quarantine)
+    quarantine.add_argument("seq", type=int, metavar="SEQ", help="the event's sequence")
+    quarantine.add_argument("--reason", required=True, help="why, for the log")
 
     sim = commands.add_parser(
         "sim", help="simulate a trace under a policy on a virtual clock; print the metrics"

@@ -17,7 +17,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from allot.bus.eventlog import EventLog, Record
-from allot.core import JobRecord, State, apply_record
+from allot.core import JobRecord, State, apply_record, refold
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -155,8 +155,9 @@ class AsyncClient:
     async def state(self) -> State:
         """The whole log, folded."""
         state = State()
-        for record in await self.events.read():
-            apply_record(state, record)
+        records = await self.events.read()
+        for record in records:
+            apply_record(state, record, records)
         return state
 
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
@@ -177,6 +178,8 @@ class AsyncClient:
         async with contextlib.aclosing(self.events.follow(1)) as records:
             async for record in records:
                 apply_record(state, record)
+                if state.refold_due:
+                    state.become(refold(state, await self.events.read(1, state.seq)))
                 yield state
 
     async def tail(self, count: int) -> list[Record]:

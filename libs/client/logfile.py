@@ -19,6 +19,7 @@ from typing import IO, cast
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, make_record
+from allot.proto.limits import MAX_DEPTH, MAX_EVENT_BYTES, check_json
 
 _NULL = msgspec.Raw(b"null")
 
@@ -54,6 +55,8 @@ async def export_log(records: AsyncIterable[Record], path: Path) -> int:
         async for record in records:
             line = Line(seq=record.seq, subject=record.subject, headers=record.headers)
             try:
+                # Bounded first: a line's reader must not meet nesting its decoder cannot.
+                check_json(record.data, MAX_EVENT_BYTES)
                 _json_check.decode(record.data)
                 readable = b"\n" not in record.data and b"\r" not in record.data
             except msgspec.DecodeError:
@@ -77,6 +80,8 @@ def read_log(path: Path, subject_prefix: str = "") -> Iterator[Record]:
                 if not text.strip():
                     continue
                 try:
+                    # A line holds its event one level down; base64 takes a third more.
+                    check_json(text, 2 * MAX_EVENT_BYTES, MAX_DEPTH + 1)
                     line = _line_decoder.decode(text)
                 except msgspec.DecodeError as error:
                     raise LogFileError(f"{path}:{number}: not a log line ({error})") from None

@@ -3,20 +3,24 @@
 import argparse
 import contextlib
 import datetime
+import getpass
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from allot.bus.eventlog import EventLog, Record
+from allot.bus.eventlog import EventLog, Record, new_meta
 from allot.client import render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
 from allot.core.replay import state_at, verify
+from allot.core.validate import MAX_REASON
+from allot.proto.events import EventQuarantined
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
 
@@ -49,7 +53,7 @@ def _replay(args: argparse.Namespace, records: Any) -> int:
     if args.verify:
         return _verify(args, records)
     seq, at = _moment(args.at)
-    state, last = state_at(records(), seq=seq, at=at)
+    state, last = state_at(records(), seq=seq, at=at, reread=records)
     now = at if at is not None else last
     ranked = standings(state, now, DEFAULT_POLICY.fair_share)
     rows = render.queue_rows(state, now)
@@ -97,7 +101,7 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
 
 
 def _verify(args: argparse.Namespace, records: Any) -> int:
-    result = verify(records(PLAN_EVENTS[:-1]), records(), code_version())
+    result = verify(records(PLAN_EVENTS[:-1]), records(), code_version(), reread=records)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -118,6 +122,34 @@ async def cmd_log_export(args: argparse.Namespace, connect: Any) -> int:
     async with await connect(args) as client:
         count = await export_log(all_records(client.events), Path(args.file))
     print(f"{count} messages written to {args.file}", file=sys.stderr)
+    return 0
+
+
+async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
+    """Mark one event as not to be folded: every service folds the log again without it."""
+    if len(args.reason) > MAX_REASON or not args.reason.strip():
+        print(f"allot: --reason: say why, in 1 to {MAX_REASON} characters", file=sys.stderr)
+        return 2
+    async with await connect(args) as client:
+        last = await client.events.last_seq()
+        if not 1 <= args.seq <= last:
+            print(f"allot: SEQ={args.seq}: the log holds sequences 1 to {last}", file=sys.stderr)
+            return 2
+        [record] = await client.events.read(args.seq, args.seq)
+        event = EventQuarantined(
+            meta=new_meta("operator", time.time_ns()),
+            seq=args.seq,
+            reason=args.reason,
+            by=getpass.getuser(),
+        )
+        appended = await client.events.append(event, msg_id=f"quarantine:{args.seq}")
+    if args.json:
+        print(json.dumps({"seq": args.seq, "type": record.type, "quarantined_at": appended.seq}))
+    else:
+        print(
+            f"{record.type} at sequence {args.seq} quarantined at {appended.seq}: "
+            "every service folds the log again without it"
+        )
     return 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from allot.bus.server import EmbeddedNats
+from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent
 from allot.client.client import AsyncClient
 
 log = logging.getLogger("allot.up")
@@ -102,7 +102,8 @@ class Stack:
         self.stop_grace_s = stop_grace_s
         self.accounting_interval_s = accounting_interval_s
         self.restart = restart
-        self.nats = EmbeddedNats(self.data_dir / "nats")
+        self.backoff = Backoff()
+        self.nats = EmbeddedNats(self.data_dir / "nats", restart=self.backoff if restart else None)
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -174,17 +175,32 @@ class Stack:
     async def _spawn(self, child: Child) -> None:
         with open(child.log_path, "ab") as out:
             child.process = await asyncio.create_subprocess_exec(
-                *child.argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out
+                *child.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                # Its own process group: a Ctrl-C reaches `allot up` alone, which stops
+                # the children in order (services, jobs, NATS) rather than each dying at
+                # once and NATS's exit looking like a crash. Killed, it takes them along.
+                process_group=0,
+                preexec_fn=dies_with_parent(),
             )
 
     async def _watch(self, child: Child) -> None:
+        loop = asyncio.get_running_loop()
+        delay: float | None = None
         while True:
             assert child.process is not None
+            started = loop.time()
             code = await child.process.wait()
             if not self._should_restart(child):
                 return
-            log.warning("%s exited with %s; restarting (see %s)", child.name, code, child.log_path)
-            await asyncio.sleep(1.0)
+            delay = self.backoff.next(delay, loop.time() - started)
+            log.warning(
+                "%s exited with %s; restarting in %.1fs (see %s)",
+                child.name, code, delay, child.log_path,
+            )  # fmt: skip
+            await asyncio.sleep(delay)
             if not self._should_restart(child):  # stop() may have begun meanwhile
                 return
             await self._spawn(child)

@@ -78,7 +78,8 @@ async def up(args: argparse.Namespace) -> int:
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP too: a closed terminal stops everything as Ctrl-C does, jobs included.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stopped.set)
     await stack.start()  # stops whatever it started if it fails
     try:
@@ -96,7 +97,8 @@ async def up(args: argparse.Namespace) -> int:
             demo_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await demo_task
-        print("stopping…", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):  # the terminal may be gone
+            print("stopping…", file=sys.stderr, flush=True)
         await stack.stop()
         with contextlib.suppress(FileNotFoundError):
             current_file().unlink()

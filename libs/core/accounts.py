@@ -8,8 +8,8 @@ updated, missing ones removed (only if nothing of theirs is pending or running).
 
 import functools
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -18,7 +18,15 @@ from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.commands import FieldError
 from allot.proto.events import AccountSettings
 
-RESOURCE = re.compile(r"^(gpu(:[A-Za-z0-9_.-]+)?|cpu|memory_mib)$")
+RESOURCE = re.compile(r"^(gpu(:[A-Za-z0-9_.-]{1,64})?|cpu|memory_mib)$")
+MAX_WEIGHT: Final = 1_000_000  # a relative share: a million to one is far beyond any tree
+MAX_AMOUNT: Final = 1 << 40  # GPUs, CPUs or MiB of any cluster (2^40 MiB is an exbibyte)
+MAX_RESOURCES: Final = 64  # per table of amounts
+MAX_WAIT_NS: Final = 365 * 86400 * 10**9  # a year: a longer wait target is a typo
+# One apply is one event (docs/adr/0013). A change is written there in ~30 bytes with default
+# settings, ~80 with a weight, a quota and a wait: this many stay below the event limit. The
+# ledger also measures the event, for longer paths and more settings than that.
+MAX_CHANGES: Final = 10_000
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
 _NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -32,6 +40,8 @@ class AccountChange(msgspec.Struct, frozen=True, kw_only=True):
 
 def parse_duration(text: str) -> int:
     """``"90s"``, ``"30m"``, ``"4h"``, ``"7d"`` -> nanoseconds. Raises ValueError."""
+    if len(text) > 32:  # more digits than any duration needs, and int() balks at 4,300
+        raise ValueError(f"{text[:32]!r}... is not a duration: too long")
     match = _DURATION.match(text.strip())
     if not match:
         raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 4h or 7d")
@@ -59,7 +69,9 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
     def bad(path: str, field: str, value: object, message: str) -> None:
         errors.append(
             FieldError(
-                field=f"accounts.{path}.{field}".rstrip("."), value=str(value), message=message
+                field=f"accounts.{path[:200]}.{field}".rstrip("."),
+                value=str(value)[:200],  # enough to recognise it; a reply need not echo more
+                message=message,
             )
         )
 
@@ -84,29 +96,39 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
             field, message = _where(error)
             bad(path, field, _lookup(entry, field), message)
             continue
-        problems_before = len(errors)
-        if settings.weight < 1:
-            bad(path, "weight", settings.weight, "a positive whole number (a relative share)")
-        for name in ("quota", "borrowing_limit", "lending_limit"):
-            for resource, amount in sorted(getattr(settings, name).items()):
-                if not RESOURCE.match(resource):
-                    bad(
-                        path,
-                        f"{name}.{resource}",
-                        resource,
-                        "resources are gpu, gpu:<model>, cpu, memory_mib",
-                    )
-                elif amount < 0:
-                    bad(path, f"{name}.{resource}", amount, "must be 0 or more")
-        if settings.max_wait_ns is not None and settings.max_wait_ns <= 0:
-            bad(path, "max_wait", settings.max_wait_ns, "a positive duration")
-        if len(errors) == problems_before:
+        problems = list(settings_problems(settings))
+        for field, value, message in problems:
+            bad(path, field, value, message)
+        if not problems:
             tree[path] = settings
     for path in sorted(raw):
         parent = parent_of(path)
         if parent is not None and parent not in raw:
             bad(path, "", path, f"its parent {parent!r} is not declared")
     return tree, errors
+
+
+def settings_problems(settings: AccountSettings) -> Iterator[tuple[str, object, str]]:
+    """What is wrong with an account's settings, as (field, value, what is accepted)."""
+    if not 1 <= settings.weight <= MAX_WEIGHT:
+        yield "weight", settings.weight, f"a whole number from 1 to {MAX_WEIGHT} (a relative share)"
+    for name in ("quota", "borrowing_limit", "lending_limit"):
+        amounts: dict[str, int] = getattr(settings, name)
+        if len(amounts) > MAX_RESOURCES:
+            yield name, f"{len(amounts)} resources", f"at most {MAX_RESOURCES}"
+            continue
+        for resource, amount in sorted(amounts.items()):
+            if not RESOURCE.match(resource):
+                yield (
+                    f"{name}.{resource}",
+                    resource[:100],
+                    "resources are gpu, gpu:<model> (1 to 64 characters), cpu, memory_mib",
+                )
+            elif not 0 <= amount <= MAX_AMOUNT:
+                yield f"{name}.{resource}", amount, f"a whole number from 0 to {MAX_AMOUNT}"
+    if settings.max_wait_ns is not None and not 0 < settings.max_wait_ns <= MAX_WAIT_NS:
+        wait_s = settings.max_wait_ns // 10**9
+        yield "max_wait", f"{wait_s}s", "a positive duration of at most 365d"
 
 
 def changes_to_apply(
@@ -137,6 +159,15 @@ def changes_to_apply(
             )
         else:
             changes.append(AccountChange(kind="remove", path=path))
+    if len(changes) > MAX_CHANGES:
+        errors.append(
+            FieldError(
+                field="accounts",
+                value=f"{len(changes)} changes",
+                message=f"one apply defines, updates or removes at most {MAX_CHANGES} "
+                "accounts: apply the tree in steps",
+            )
+        )
     return changes, errors
 
 

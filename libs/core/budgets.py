@@ -6,6 +6,9 @@ GPUs (and at least one such budget exists). Funded work is
 protected; unfunded work runs on idle capacity and may be preempted by funded work.
 """
 
+import math
+from typing import Final
+
 from allot.core.accounts import ancestry, parse_duration
 from allot.core.charging import capacity
 from allot.core.model import State
@@ -14,6 +17,11 @@ from allot.proto.commands import BudgetGrantRequest, FieldError
 from allot.proto.events import JobSpec
 
 MS_PER_HOUR = 3_600_000
+NS_PER_HOUR = 3600 * 10**9
+MAX_PERIOD_NS: Final = 366 * 24 * NS_PER_HOUR  # a year, leap or not
+# Ten times the GPUs of today's largest clusters: a grant of more GPU-hours than this many
+# GPUs deliver in the period is a typo (and 1e308 of them is no number of milliseconds).
+MAX_CLUSTER_GPUS: Final = 1_000_000
 
 
 def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> bool:
@@ -54,7 +62,7 @@ def read_grant(
     errors: list[FieldError] = []
 
     def bad(field: str, value: object, message: str) -> None:
-        errors.append(FieldError(field=field, value=str(value), message=message))
+        errors.append(FieldError(field=field, value=str(value)[:200], message=message))
 
     if not ACCOUNT_PATTERN.match(request.account):
         bad("account", request.account, "an account path such as 'ml/vision'")
@@ -63,17 +71,29 @@ def read_grant(
     try:
         period_ns = parse_duration(request.period)
     except ValueError as error:
-        bad("period", request.period, str(error))
+        bad("period", request.period, str(error)[:200])
         period_ns = 0
+    else:
+        if not 0 < period_ns <= MAX_PERIOD_NS:
+            bad("period", request.period, "a positive duration of at most 366d")
+    period_or_longest = period_ns if 0 < period_ns <= MAX_PERIOD_NS else MAX_PERIOD_NS
+    most_hours = MAX_CLUSTER_GPUS * period_or_longest // NS_PER_HOUR
     if (request.gpu_hours is None) == (request.share is None):
         bad("gpu_hours", request.gpu_hours, "give either --gpu-hours or --share, not both")
-    elif request.gpu_hours is not None and not request.gpu_hours > 0:
-        bad("gpu_hours", request.gpu_hours, "a positive number of GPU-hours per period")
+    elif request.gpu_hours is not None and not (
+        math.isfinite(request.gpu_hours) and 0 < request.gpu_hours <= most_hours
+    ):
+        bad(
+            "gpu_hours",
+            request.gpu_hours,
+            f"a positive number of GPU-hours per period, at most {most_hours} "
+            f"({MAX_CLUSTER_GPUS} GPUs for the whole period)",
+        )
     elif request.share is not None and not 0 < request.share <= 1:
         bad("share", request.share, "a fraction of the cluster's GPU time, above 0 and at most 1")
     elif request.share is not None and capacity(state).gpus == 0:
         bad("share", request.share, "no nodes are registered, so a share has no size yet")
-    if errors or period_ns <= 0:
+    if errors:
         return None, errors
     if request.gpu_hours is not None:
         return (round(request.gpu_hours * MS_PER_HOUR), period_ns, None), []

@@ -1,6 +1,6 @@
 """Fold rules for the ledger: the account tree, usage charges, budgets."""
 
-from allot.core.accounts import ancestry, parent_of
+from allot.core.accounts import ancestry, parent_of, settings_problems
 from allot.core.model import (
     HOUR_NS,
     AccountUsage,
@@ -9,9 +9,11 @@ from allot.core.model import (
     Ignore,
     State,
 )
+from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.events import (
     AccountDefined,
     AccountRemoved,
+    AccountsApplied,
     AccountUpdated,
     BudgetExhausted,
     BudgetGranted,
@@ -41,6 +43,37 @@ def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
     if any(p.startswith(e.path + "/") for p in state.accounts):
         raise Ignore(f"account {e.path} still has child accounts")
     del state.accounts[e.path]
+    state.fair_share_version += 1
+
+
+def _accounts_applied(state: State, seq: int, e: AccountsApplied) -> None:
+    """All of the apply or none of it: a tree half applied is one nobody declared."""
+    tree = dict(state.accounts)
+    for path in e.removed:
+        if tree.pop(path, None) is None:
+            raise Ignore(f"unknown account {path[:200]}")
+    for path, settings in e.updated.items():
+        if path not in tree:
+            raise Ignore(f"unknown account {path[:200]}")
+        tree[path] = settings
+    for path, settings in e.defined.items():
+        if path in tree:
+            raise Ignore(f"account {path[:200]} already defined")
+        tree[path] = settings
+    # Held to what the ledger accepts from a file: the fold of a forged apply cannot put in
+    # the tree what no apply could.
+    for path, settings in (*e.updated.items(), *e.defined.items()):
+        if not ACCOUNT_PATTERN.match(path):
+            raise Ignore(f"{path[:200]!r} is not an account path")
+        problem = next(settings_problems(settings), None)
+        if problem is not None:
+            field, value, message = problem
+            raise Ignore(f"account {path} {field}={value}: {message}")
+    for path in tree:
+        parent = parent_of(path)
+        if parent is not None and parent not in tree:
+            raise Ignore(f"parent account {parent} of {path} is not defined")
+    state.accounts = tree
     state.fair_share_version += 1
 
 
@@ -112,6 +145,7 @@ RULES: dict[type[Event], FoldRule] = {
     AccountDefined: _account_defined,
     AccountUpdated: _account_defined,
     AccountRemoved: _account_removed,
+    AccountsApplied: _accounts_applied,
     UsageCharged: _charged,
     BudgetGranted: _granted,
     BudgetExhausted: _exhausted,

@@ -298,6 +298,14 @@ class State:
         self.ignored: list[IgnoredEvent] = []  # the latest ones
         self.ignored_count = 0  # all of them
         self.last_plan_seq = 0
+        self.quarantined: dict[int, str] = {}  # sequence -> why it is not folded
+        self.refold_due = False  # a new quarantine: the log must be folded again without it
+        self.refolds = 0  # how often it was: views kept of an earlier fold are stale
+
+    def become(self, other: "State") -> None:
+        """Take ``other``'s contents, for holders of this object (a refold's result)."""
+        vars(self).clear()
+        vars(self).update(vars(other))
 
     def enqueue(self, job: JobRecord) -> None:
         """``job`` waits for a plan (again)."""

@@ -7,7 +7,7 @@ whether the scheduler kept its promise. Shares are global: the product of the ac
 and its ancestors' shares among their siblings, with the weights as the log ends.
 """
 
-from collections.abc import Iterable
+from collections.abc import Collection
 from fractions import Fraction
 
 import msgspec
@@ -35,7 +35,7 @@ class OwedDelivered(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def owed_and_delivered(
-    records: Iterable[LogRecord], window_start: int, window_end: int
+    records: Collection[LogRecord], window_start: int, window_end: int
 ) -> list[OwedDelivered]:
     """Per account (by path), over ``[window_start, window_end)``."""
     state = State()
@@ -52,7 +52,7 @@ def owed_and_delivered(
         if isinstance(event, NodeRegistered):
             node_up[event.node_id] = (event.meta.at, len(event.gpus))
         ignored_before = state.ignored_count
-        apply_record(state, record)
+        apply_record(state, record, records)
         if isinstance(event, UsageCharged) and state.ignored_count == ignored_before:
             per_ns = Fraction(event.gpu_ms, max(1, event.to_ns - event.from_ns))
             for account in ancestry(event.path):

@@ -10,16 +10,21 @@ Verification stops at the first divergence: every later plan was made on a state
 decision shaped, so later differences would only echo it.
 
 ``state_at`` folds up to a sequence or a moment: the cluster as it was then.
+
+Both fold a quarantine as the services do: at ``EventQuarantined`` the log up to it is folded
+again without the quarantined events, read anew from ``reread`` (by default ``records``
+once more, which must then be a collection, not a one-pass iterator).
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
-from allot.core.fold import LogRecord, apply_record
+from allot.core.fold import LogRecord, apply_record, refold
 from allot.core.model import State
 from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
 from allot.proto.events import PlanComputed, PolicyAdopted
+from allot.proto.limits import MAX_EVENT_BYTES, check_json
 
 
 class Divergence(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,8 +42,14 @@ class Verification(msgspec.Struct, kw_only=True):
     warnings: list[str] = []
 
 
+Reread = Callable[[], Iterable[LogRecord]]
+
+
 def verify(
-    plan_records: Iterable[LogRecord], records: Iterable[LogRecord], code_version: str
+    plan_records: Iterable[LogRecord],
+    records: Iterable[LogRecord],
+    code_version: str,
+    reread: Reread | None = None,
 ) -> Verification:
     """Recompute and compare every plan. ``plan_records``: the records of the plan subject
     (or any superset); ``records``: the whole log, in order."""
@@ -92,6 +103,8 @@ def verify(
             result.divergences.append(divergence)
             return result
         apply_record(state, record)
+        if state.refold_due:
+            state, memo = refold(state, (reread or (lambda: records))()), PlanMemo()
         result.events += 1
         recompute(record.seq)
     for basis, stranded in sorted(by_basis.items()):
@@ -113,7 +126,9 @@ def _basis(record: LogRecord) -> str:
 def _policy(event: PolicyAdopted) -> Policy | None:
     """The policy a planner adopted, if its settings are readable and match its hash."""
     try:
-        policy = msgspec.json.decode(event.policy_json, type=Policy)
+        data = event.policy_json.encode()
+        check_json(data, MAX_EVENT_BYTES)
+        policy = msgspec.json.decode(data, type=Policy)
     except msgspec.DecodeError:
         return None
     return policy if policy_hash(policy) == event.policy_hash else None
@@ -158,7 +173,10 @@ def _show(item: object) -> str:
 
 
 def state_at(
-    records: Iterable[LogRecord], seq: int | None = None, at: int | None = None
+    records: Iterable[LogRecord],
+    seq: int | None = None,
+    at: int | None = None,
+    reread: Reread | None = None,
 ) -> tuple[State, int]:
     """The state after the last event up to sequence ``seq`` or stamped no later than
     ``at`` (UTC ns), and the time of that event; the records after it are not read."""
@@ -170,6 +188,8 @@ def state_at(
         if at is not None and event is not None and event.meta.at > at:
             break
         apply_record(state, record)
+        if state.refold_due:
+            state = refold(state, (reread or (lambda: records))())
         if event is not None:
             last = max(last, event.meta.at)
     return state, last

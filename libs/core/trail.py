@@ -2,7 +2,7 @@
 (each reason a span of time, until the next one), where and why it was admitted, its
 starts and exits, each preemption with its cost, each requeue, and how it ended."""
 
-from collections.abc import Iterable
+from collections.abc import Collection
 
 import msgspec
 
@@ -36,7 +36,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
     until: int | None = None  # for a waiting span: when the next step began
 
 
-def trail(records: Iterable[LogRecord], job_id: str) -> list[Step]:
+def trail(records: Collection[LogRecord], job_id: str) -> list[Step]:
     """The steps, as the fold took them: a decision the fold ignored is no step."""
     steps: list[Step] = []
     checkpoints = 0
@@ -46,7 +46,7 @@ def trail(records: Iterable[LogRecord], job_id: str) -> list[Step]:
         ignored = state.ignored_count
         job = state.jobs.get(job_id)
         was_pending = job is not None and job_id in state.pending
-        apply_record(state, record)
+        apply_record(state, record, records)
         if event is None:
             continue
         if isinstance(event, PlanComputed):

@@ -1,4 +1,8 @@
-"""Checks on what users send. Each problem names the field, the value and what is accepted."""
+"""Checks on what users send. Each problem names the field, the value and what is accepted.
+
+``spec_problems`` needs nothing but the spec: the fold holds every ``JobSubmitted`` to it
+too, so a job that reached the log around the intake is refused there just the same.
+"""
 
 import re
 from collections.abc import Callable
@@ -13,24 +17,76 @@ ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,6
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 128
 MAX_KEY = 256
+MAX_REASON = 1024  # a cancel's or a cordon's
+MAX_FLAVOR = 64
+MAX_PATH = 4096  # PATH_MAX
 MAX_MIN_RUNTIME_NS = 8 * 3600 * 10**9  # the runtime contract's cap (R13)
+MAX_RUNTIME_NS = 365 * 86400 * 10**9  # a year: longer is a typo, not a plan
 MAX_GRACE_NS = 3600 * 10**9
+MAX_WORKERS = 4096
+MAX_GPUS_PER_WORKER = 1024
+MAX_CPUS = 1 << 16  # per worker; the largest node's count is checked once nodes are known
+MAX_MEMORY_MIB = 1 << 30  # per worker (1 PiB); the same
+# What a job's process is given to start: arguments and environment together. Linux takes
+# at most 128 KiB for one string and about 2 MiB for all of them; a job that needs more
+# belongs in a script file.
+MAX_ARGS = 4096
+MAX_ENV = 1024
+MAX_ARGV_ENV_BYTES = 128 << 10
+
+Bad = Callable[[str, object, str], None]
+
+
+def _shown(value: object) -> str:
+    """A value as an error shows it: long ones cut, so a reply never carries a megabyte."""
+    text = str(value)
+    return text if len(text) <= 200 else f"{text[:200]}… ({len(text)} characters)"
 
 
 def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
+    """Everything wrong with a submission, against the cluster and accounts ``state`` knows."""
     spec = request.spec
     errors: list[FieldError] = []
 
     def bad(field: str, value: object, message: str) -> None:
-        errors.append(FieldError(field=field, value=str(value), message=message))
+        errors.append(FieldError(field=field, value=_shown(value), message=message))
+
+    _check_account(spec, state, bad)
+    _check_shape(spec, state, bad)
+    _check_spec(spec, bad)
+    _check_resources(spec, state, bad)
+    key = request.idempotency_key
+    if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
+        bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
+    return errors
+
+
+def spec_problems(spec: JobSpec) -> list[FieldError]:
+    """What is wrong with a spec in itself, whatever the cluster and accounts."""
+    errors: list[FieldError] = []
+
+    def bad(field: str, value: object, message: str) -> None:
+        errors.append(FieldError(field=field, value=_shown(value), message=message))
 
     if not ACCOUNT_PATTERN.match(spec.account):
-        bad(
-            "account",
-            spec.account,
-            "expected a path of lower-case segments such as 'ml/vision/alice' "
-            "(letters a-z, digits, '-' and '_'; each segment starts with a letter or digit)",
-        )
+        _bad_account_path(spec.account, bad)
+    _check_shape(spec, State(), bad)
+    _check_spec(spec, bad)
+    return errors
+
+
+def _bad_account_path(account: str, bad: Bad) -> None:
+    bad(
+        "account",
+        account,
+        "expected a path of lower-case segments such as 'ml/vision/alice' "
+        "(letters a-z, digits, '-' and '_'; each segment starts with a letter or digit)",
+    )
+
+
+def _check_account(spec: JobSpec, state: State, bad: Bad) -> None:
+    if not ACCOUNT_PATTERN.match(spec.account):
+        _bad_account_path(spec.account, bad)
     elif state.accounts and spec.account not in state.accounts:
         bad(
             "account",
@@ -43,27 +99,48 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             spec.account,
             "a parent account; submit to one of its leaves (a team or user queue)",
         )
-    _check_shape(spec, state, bad)
+
+
+def _check_spec(spec: JobSpec, bad: Bad) -> None:
+    """Runtimes, resources per worker, the command and its environment, names."""
     if not 0 <= spec.min_runtime_ns <= MAX_MIN_RUNTIME_NS:
         bad("min_runtime", spec.min_runtime_ns, "from 0 up to 8h")
-    elif spec.max_runtime_ns is not None and spec.max_runtime_ns < max(1, spec.min_runtime_ns):
-        bad("max_runtime", spec.max_runtime_ns, "positive, and not shorter than min_runtime")
-    if spec.checkpoint_interval_ns is not None and spec.checkpoint_interval_ns <= 0:
+    elif spec.max_runtime_ns is not None and not (
+        max(1, spec.min_runtime_ns) <= spec.max_runtime_ns <= MAX_RUNTIME_NS
+    ):
         bad(
-            "checkpoint_interval",
-            spec.checkpoint_interval_ns,
-            "a positive duration, or leave it out",
+            "max_runtime",
+            spec.max_runtime_ns,
+            "positive, not shorter than min_runtime, and at most 365d",
         )
+    interval = spec.checkpoint_interval_ns
+    if interval is not None and not 0 < interval <= MAX_RUNTIME_NS:
+        bad("checkpoint_interval", interval, "a positive duration up to 365d, or leave it out")
     if not 0 <= spec.grace_ns <= MAX_GRACE_NS:
         bad("grace", spec.grace_ns, "from 0 up to 1h")
-    if spec.cpus < 0 or spec.memory_mib < 0:
-        bad("cpus" if spec.cpus < 0 else "memory_mib", min(spec.cpus, spec.memory_mib), "0 or more")
+    if not 0 <= spec.cpus <= MAX_CPUS:
+        bad("cpus", spec.cpus, f"0 to {MAX_CPUS} per worker")
+    if not 0 <= spec.memory_mib <= MAX_MEMORY_MIB:
+        bad("memory_mib", spec.memory_mib, f"0 to {MAX_MEMORY_MIB} MiB per worker")
+    _check_command(spec, bad)
+    if len(spec.name) > MAX_NAME or not spec.name.isprintable():
+        bad("name", spec.name, f"at most {MAX_NAME} printable characters")
+    workdir = spec.workdir
+    if workdir is not None and (
+        not workdir.startswith("/") or "\0" in workdir or len(workdir) > MAX_PATH
+    ):
+        bad("workdir", workdir, f"an absolute path on the node (at most {MAX_PATH} characters)")
+
+
+def _check_command(spec: JobSpec, bad: Bad) -> None:
     if not spec.command or not spec.command[0].strip():
         bad("command", spec.command, "give the program to run and its arguments")
     elif any("\0" in arg for arg in spec.command):
         bad("command", spec.command, "arguments cannot contain NUL characters")
-    if len(spec.name) > MAX_NAME or not spec.name.isprintable():
-        bad("name", spec.name, f"at most {MAX_NAME} printable characters")
+    elif len(spec.command) > MAX_ARGS:
+        bad("command", f"{len(spec.command)} arguments", f"at most {MAX_ARGS} arguments")
+    if len(spec.env) > MAX_ENV:
+        bad("env", f"{len(spec.env)} variables", f"at most {MAX_ENV} variables")
     for variable in spec.env:
         if not ENV_NAME.match(variable):
             bad("env", variable, "environment variable names are letters, digits and '_'")
@@ -71,30 +148,54 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
             bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
         elif "\0" in spec.env[variable]:
             bad(f"env.{variable}", spec.env[variable], "values cannot contain NUL characters")
-    if spec.workdir is not None and (not spec.workdir.startswith("/") or "\0" in spec.workdir):
-        bad("workdir", spec.workdir, "an absolute path on the node, or leave it out")
-    key = request.idempotency_key
-    if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
-        bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
-    return errors
+    size = sum(len(a.encode()) + 1 for a in spec.command) + sum(
+        len(k.encode()) + len(v.encode()) + 2 for k, v in spec.env.items()
+    )
+    if size > MAX_ARGV_ENV_BYTES:
+        bad(
+            "command",
+            f"{size} bytes of arguments and environment",
+            f"at most {MAX_ARGV_ENV_BYTES} bytes together; put long inputs in a file",
+        )
 
 
-def _check_shape(spec: JobSpec, state: State, bad: Callable[[str, object, str], None]) -> None:
+def _check_resources(spec: JobSpec, state: State, bad: Bad) -> None:
+    """CPUs and memory per worker no more than the largest node reports (nodes that
+    report none are not counted: their agents do not know)."""
+    cpus = max((n.cpus for n in state.nodes.values()), default=0)
+    memory = max((n.memory_mib for n in state.nodes.values()), default=0)
+    if cpus and cpus < spec.cpus <= MAX_CPUS:
+        bad("cpus", spec.cpus, f"no node has that many CPUs; the largest has {cpus}")
+    if memory and memory < spec.memory_mib <= MAX_MEMORY_MIB:
+        bad(
+            "memory_mib",
+            spec.memory_mib,
+            f"no node has that much memory; the largest has {memory} MiB",
+        )
+
+
+def _check_shape(spec: JobSpec, state: State, bad: Bad) -> None:
     """Workers, GPUs, flavor and topology: each valid alone, and the whole able to fit the
     cluster as registered (a job that could never be placed is refused, not queued)."""
-    if spec.workers < 1:
-        bad("workers", spec.workers, "must be at least 1")
-    if spec.gpus < 1:
-        bad("gpus", spec.gpus, "must be at least 1")
-    if spec.max_gpus is not None and spec.max_gpus < spec.gpus:
-        bad("max_gpus", spec.max_gpus, f"at least gpus ({spec.gpus}), or leave it out")
+    if not 1 <= spec.workers <= MAX_WORKERS:
+        bad("workers", spec.workers, f"from 1 up to {MAX_WORKERS}")
+    if not 1 <= spec.gpus <= MAX_GPUS_PER_WORKER:
+        bad("gpus", spec.gpus, f"from 1 up to {MAX_GPUS_PER_WORKER} per worker")
+    if spec.max_gpus is not None and not spec.gpus <= spec.max_gpus <= MAX_GPUS_PER_WORKER:
+        bad(
+            "max_gpus",
+            spec.max_gpus,
+            f"at least gpus ({spec.gpus}) and at most {MAX_GPUS_PER_WORKER}, or leave it out",
+        )
     elif spec.max_gpus is not None and spec.workers != 1:
         bad(
             "max_gpus", spec.max_gpus, "elastic jobs have one worker; leave out workers or max_gpus"
         )
-    if spec.flavor is not None and not spec.flavor.strip():
+    if spec.flavor is not None and not (0 < len(spec.flavor.strip()) <= MAX_FLAVOR):
         bad("flavor", spec.flavor, "a GPU model such as 'H100', or leave it out")
-    if spec.workers < 1 or spec.gpus < 1 or not state.nodes:
+    if not (1 <= spec.workers <= MAX_WORKERS and 1 <= spec.gpus <= MAX_GPUS_PER_WORKER):
+        return
+    if not state.nodes:
         return
     models = sorted({g.model for n in state.nodes.values() for g in n.gpus})
     if spec.flavor is not None and spec.flavor not in models:
@@ -117,9 +218,11 @@ def _check_shape(spec: JobSpec, state: State, bad: Callable[[str, object, str], 
 
 
 def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
+    if len(request.reason) > MAX_REASON:
+        return [reason_too_long(request.reason)]
     job = state.jobs.get(request.job_id)
     if job is None:
-        return [FieldError(field="job_id", value=request.job_id, message="no such job")]
+        return [FieldError(field="job_id", value=_shown(request.job_id), message="no such job")]
     if job.status.terminal:
         return [
             FieldError(
@@ -127,6 +230,12 @@ def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
             )
         ]
     return []
+
+
+def reason_too_long(reason: str) -> FieldError:
+    return FieldError(
+        field="reason", value=_shown(reason), message=f"at most {MAX_REASON} characters"
+    )
 
 
 def known_submission(request: SubmitRequest, state: State) -> tuple[str | None, list[FieldError]]:

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import uuid
 
-import msgspec
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
@@ -23,6 +22,8 @@ from allot.core import (
     State,
     key_reused,
     known_submission,
+    reason_too_long,
+    validate,
     validate_cancel,
     validate_submission,
 )
@@ -44,7 +45,7 @@ from allot.proto.events import (
     NodeUncordoned,
 )
 from allot.proto.subjects import CANCEL, NODE_COMMAND, SUBMIT, health
-from allot.services.replies import decode_error, not_stored
+from allot.services.replies import answer, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.intake")
@@ -109,18 +110,15 @@ class Intake:
         with tracing.tracer.start_as_current_span(
             "intake.submit", context=tracing.extract(msg.headers)
         ):
-            reply = await self.submit(msg.data)
-        await msg.respond(msgspec.json.encode(reply))
+            await answer(msg, self.submit, "intake")
 
     async def _on_cancel(self, msg: Msg) -> None:
-        reply = await self.cancel(msg.data)
-        await msg.respond(msgspec.json.encode(reply))
+        await answer(msg, self.cancel, "intake")
 
     async def submit(self, payload: bytes) -> SubmitReply:
-        try:
-            request = msgspec.json.decode(payload, type=SubmitRequest)
-        except msgspec.DecodeError as error:
-            return SubmitReply(errors=[decode_error(error)])
+        request = decode_request(payload, SubmitRequest)
+        if isinstance(request, FieldError):
+            return SubmitReply(errors=[request])
         errors = validate_submission(request, self.state)
         if errors and await self._caught_up():
             errors = validate_submission(request, self.state)
@@ -149,10 +147,9 @@ class Intake:
         return SubmitReply(job_id=job_id, seq=appended.seq, duplicate=appended.duplicate)
 
     async def cancel(self, payload: bytes) -> CancelReply:
-        try:
-            request = msgspec.json.decode(payload, type=CancelRequest)
-        except msgspec.DecodeError as error:
-            return CancelReply(job_id="", errors=[decode_error(error)])
+        request = decode_request(payload, CancelRequest)
+        if isinstance(request, FieldError):
+            return CancelReply(job_id="", errors=[request])
         errors = validate_cancel(request, self.state)
         if errors and await self._caught_up():
             errors = validate_cancel(request, self.state)
@@ -185,19 +182,21 @@ class Intake:
         return True
 
     async def _on_node_command(self, msg: Msg) -> None:
-        reply = await self.node_command(msg.data)
-        await msg.respond(msgspec.json.encode(reply))
+        await answer(msg, self.node_command, "intake")
 
     async def node_command(self, payload: bytes) -> NodeCommandReply:
         """Cordon (and maybe drain) or uncordon a node the log knows."""
-        try:
-            request = msgspec.json.decode(payload, type=NodeCommandRequest)
-        except msgspec.DecodeError as error:
-            return NodeCommandReply(node_id="", errors=[decode_error(error)])
+        request = decode_request(payload, NodeCommandRequest)
+        if isinstance(request, FieldError):
+            return NodeCommandReply(node_id="", errors=[request])
+        if len(request.reason) > validate.MAX_REASON:
+            return NodeCommandReply(node_id="", errors=[reason_too_long(request.reason)])
         if request.node_id not in self.state.nodes:
-            known = ", ".join(sorted(self.state.nodes)) or "none yet"
+            known = ", ".join(sorted(self.state.nodes)[:20]) or "none yet"
             problem = FieldError(
-                field="node_id", value=request.node_id, message=f"no such node; known: {known}"
+                field="node_id",
+                value=request.node_id[:200],
+                message=f"no such node; known: {known}",
             )
             return NodeCommandReply(node_id=request.node_id, errors=[problem])
         meta = stamp("intake", self.clock)

@@ -1,13 +1,17 @@
 """Request/reply on ``allot.cmd.accounts.apply`` and ``allot.cmd.budget.grant``; usage
 charging and used-up budgets.
 
-Commands are handled one at a time, each against a state that has folded everything the
-ledger appended before, so two applies in a row never work from the same old tree. A file
-with any problem is refused whole and appends nothing.
+Commands are handled one at a time (``allot.services.commands``), each against a state that
+has folded everything the ledger appended before, so two applies in a row never work from
+the same old tree. An apply is one ``AccountsApplied`` event (docs/adr/0013): a file with
+any problem is refused whole and appends nothing, and one that is accepted changes the tree
+all at once.
 
 Charging follows ``allot.core.charging``: whenever the log has been read, and on a timer,
 the ledger appends ``UsageCharged`` for what is due. The fold ignores a charge that does
-not start where the last one ended, so retries and restarts never charge twice.
+not start where the last one ended, so retries and restarts never charge twice; and the
+ledger computes no charges while its last ones are still unfolded, so it does not append
+again what it has just appended.
 """
 
 import argparse
@@ -29,21 +33,24 @@ from allot.proto.commands import (
     AccountsApplyRequest,
     BudgetGrantReply,
     BudgetGrantRequest,
+    FieldError,
 )
 from allot.proto.events import (
-    AccountDefined,
     AccountEvent,
-    AccountRemoved,
-    AccountUpdated,
+    AccountsApplied,
+    AccountSettings,
     BudgetExhausted,
     BudgetGranted,
     UsageCharged,
 )
+from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, health
-from allot.services.replies import decode_error, not_stored
+from allot.services.commands import CommandQueue
+from allot.services.replies import decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.ledger")
+MAX_APPLY_BYTES = MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES
 
 
 class Ledger:
@@ -54,13 +61,17 @@ class Ledger:
         self.interval_ns = int(accounting_interval_s * 1e9)
         self.clock = clock or Clock()
         self.state = State()
+        self.commands = CommandQueue("ledger", self.clock)
         self._subscriptions: list[Subscription] = []
         self._folded = asyncio.Condition()
         self._charging = asyncio.Lock()
+        self._charged_seq = 0  # the last charge (or used-up budget) this ledger appended
 
     async def run(self) -> None:
         await asyncio.gather(
-            follow_state(self.events, self.state, self._on_caught_up), self._charge_on_time()
+            follow_state(self.events, self.state, self._on_caught_up),
+            self._charge_on_time(),
+            self.commands.serve(),
         )
 
     async def _charge_on_time(self) -> None:
@@ -72,6 +83,8 @@ class Ledger:
     async def charge(self) -> None:
         """Append every charge that is due now."""
         async with self._charging:
+            if self.state.seq < self._charged_seq:
+                return  # charges computed now would repeat those not yet folded
             for due in charges_due(self.state, self.clock.now(), self.interval_ns):
                 event = UsageCharged(
                     meta=stamp("ledger", self.clock),
@@ -102,17 +115,17 @@ class Ledger:
 
     async def _append_due(self, event: AccountEvent, msg_id: str) -> bool:
         try:
-            await self.events.append(event, msg_id=msg_id)
+            appended = await self.events.append(event, msg_id=msg_id)
         except Exception as error:  # still due on the next round
             log.warning("%s not stored: %s", msg_id, error)
             return False
+        self._charged_seq = max(self._charged_seq, appended.seq)
         return True
 
     async def grant(self, payload: bytes) -> BudgetGrantReply:
-        try:
-            request = msgspec.json.decode(payload, type=BudgetGrantRequest)
-        except msgspec.DecodeError as error:
-            return BudgetGrantReply(errors=[decode_error(error)])
+        request = decode_request(payload, BudgetGrantRequest)
+        if isinstance(request, FieldError):
+            return BudgetGrantReply(errors=[request])
         grant, errors = read_grant(request, self.state)
         if grant is None:
             return BudgetGrantReply(account=request.account, errors=errors)
@@ -129,7 +142,8 @@ class Ledger:
             appended = await self.events.append(event)
         except Exception as error:
             return BudgetGrantReply(account=request.account, errors=[not_stored(error)])
-        await self._until_folded(appended.seq)
+        if refused := await self._refused(appended.seq, "budget"):
+            return BudgetGrantReply(account=request.account, errors=[refused])
         return BudgetGrantReply(
             account=request.account, gpu_ms=gpu_ms, period_ns=period_ns, seq=appended.seq
         )
@@ -141,9 +155,9 @@ class Ledger:
         if self._subscriptions:
             return
         nc = self.events.nc
+        handlers = {ACCOUNTS_APPLY: self.apply, BUDGET_GRANT: self.grant}
         self._subscriptions = [
-            await nc.subscribe(ACCOUNTS_APPLY, queue="ledger", cb=self._on_apply),
-            await nc.subscribe(BUDGET_GRANT, queue="ledger", cb=self._on_grant),
+            *await self.commands.subscribe(nc, handlers),
             await nc.subscribe(health("ledger"), queue="ledger", cb=self._on_health),
         ]
         log.info("caught up at sequence %d, accepting commands", self.state.seq)
@@ -151,60 +165,77 @@ class Ledger:
     async def _on_health(self, msg: Msg) -> None:
         await msg.respond(b'{"ok":true}')
 
-    async def _on_apply(self, msg: Msg) -> None:
-        reply = await self.apply(msg.data)
-        await msg.respond(msgspec.json.encode(reply))
-
-    async def _on_grant(self, msg: Msg) -> None:
-        reply = await self.grant(msg.data)
-        await msg.respond(msgspec.json.encode(reply))
-
     async def apply(self, payload: bytes) -> AccountsApplyReply:
-        try:
-            request = msgspec.json.decode(payload, type=AccountsApplyRequest)
-        except msgspec.DecodeError as error:
-            return AccountsApplyReply(errors=[decode_error(error)])
+        request = decode_request(payload, AccountsApplyRequest)
+        if isinstance(request, FieldError):
+            return AccountsApplyReply(errors=[request])
         tree, errors = read_tree(request.accounts)
         if errors:
             return AccountsApplyReply(errors=errors)
         changes, errors = changes_to_apply(self.state, tree)
         if errors:
             return AccountsApplyReply(errors=errors)
-        last = 0
-        try:
-            for change in changes:
-                appended = await self.events.append(
-                    self._event(change), msg_id=_change_id(self.state.seq, change)
-                )
-                last = appended.seq
-        except Exception as error:  # a retry applies the rest: applying is declarative
-            log.warning("apply stopped after sequence %d: %s", last, error)
-            return AccountsApplyReply(errors=[not_stored(error)])
-        await self._until_folded(last)
-        return AccountsApplyReply(
+        done = AccountsApplyReply(
             defined=[c.path for c in changes if c.kind == "define"],
             updated=[c.path for c in changes if c.kind == "update"],
             removed=[c.path for c in changes if c.kind == "remove"],
         )
+        if not changes:
+            return done
+        event = self._applied(changes)
+        size = len(msgspec.json.encode(event))
+        if size > MAX_APPLY_BYTES:
+            return AccountsApplyReply(
+                errors=[
+                    FieldError(
+                        field="accounts",
+                        value=f"{len(changes)} changes, {size} bytes",
+                        message=f"one apply is one event of at most {MAX_APPLY_BYTES} bytes:"
+                        " apply the tree in steps",
+                    )
+                ]
+            )
+        try:
+            appended = await self.events.append(event, msg_id=_apply_id(event))
+        except Exception as error:  # nothing changed: the apply is one event
+            return AccountsApplyReply(errors=[not_stored(error)])
+        if refused := await self._refused(appended.seq, "accounts"):
+            return AccountsApplyReply(errors=[refused])
+        return done
 
-    def _event(self, change: AccountChange) -> AccountEvent:
-        meta = stamp("ledger", self.clock)
-        if change.kind == "remove":
-            return AccountRemoved(meta=meta, path=change.path)
-        assert change.settings is not None
-        if change.kind == "define":
-            return AccountDefined(meta=meta, path=change.path, settings=change.settings)
-        return AccountUpdated(meta=meta, path=change.path, settings=change.settings)
+    def _applied(self, changes: list[AccountChange]) -> AccountsApplied:
+        defined: dict[str, AccountSettings] = {}
+        updated: dict[str, AccountSettings] = {}
+        for change in changes:
+            if change.settings is not None:
+                (defined if change.kind == "define" else updated)[change.path] = change.settings
+        return AccountsApplied(
+            meta=stamp("ledger", self.clock),
+            defined=defined,
+            updated=updated,
+            removed=[c.path for c in changes if c.kind == "remove"],
+            basis_seq=self.state.seq,
+        )
 
-    async def _until_folded(self, seq: int) -> None:
+    async def _refused(self, seq: int, field: str) -> FieldError | None:
+        """Once ``seq`` is folded: why the fold refused it, if it did (another ledger's
+        change came first)."""
         async with self._folded:
             await self._folded.wait_for(lambda: self.state.seq >= seq)
+        for ignored in reversed(self.state.ignored):
+            if ignored.seq == seq:
+                return FieldError(
+                    field=field, value="", message=f"the log refused it: {ignored.reason}"
+                )
+            if ignored.seq < seq:
+                break
+        return None
 
 
-def _change_id(basis: int, change: AccountChange) -> str:
-    """The same change computed from the same log position is one message."""
-    body = msgspec.json.encode(change)
-    return f"account:{basis}:{hashlib.blake2b(body, digest_size=12).hexdigest()}"
+def _apply_id(event: AccountsApplied) -> str:
+    """The same changes computed from the same log position are one message."""
+    body = msgspec.json.encode([event.basis_seq, event.defined, event.updated, event.removed])
+    return f"accounts:{hashlib.blake2b(body, digest_size=12).hexdigest()}"
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

@@ -45,6 +45,7 @@ class Planner:
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
         self._memo = PlanMemo()
+        self._memo_refolds = 0  # the state's refolds the memo was built on
 
     async def run(self) -> None:
         adopted = PolicyAdopted(
@@ -79,6 +80,8 @@ class Planner:
     async def _plan(self) -> None:
         if self.state.seq < self._own_plan_seq:
             return  # a plan from before its predecessor was folded would repeat it
+        if self._memo_refolds != self.state.refolds:  # a quarantine: it remembers another fold
+            self._memo, self._memo_refolds = PlanMemo(), self.state.refolds
         now = self.clock.now()
         decided = plan(self.state, now, self.policy, self._memo)
         if decided.empty:

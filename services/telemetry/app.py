@@ -1,5 +1,7 @@
 """Liveness uses this process's monotonic clock; only the transition (``NodeLost``) enters
-the log. A node that registers (again) starts with a full timeout."""
+the log. A node that registers (again) starts with a full timeout, and so does every node
+when this process is back on the bus or most of the cluster is heard again after falling
+silent together (``allot.core.liveness``, docs/adr/0012)."""
 
 import argparse
 import asyncio
@@ -8,7 +10,7 @@ import logging
 from nats.aio.msg import Msg
 
 from allot.bus.eventlog import EventLog
-from allot.core import State, silent_nodes
+from allot.core import Hearing, Silence, State, judge_silence
 from allot.proto.events import NodeLost
 from allot.proto.subjects import HEARTBEATS
 from allot.services.runtime import Clock, follow_state, stamp
@@ -25,6 +27,9 @@ class Telemetry:
         self._last_seen: dict[str, float] = {}  # node id -> monotonic time of last sign of life
         self._last_seen_ns: dict[str, int] = {}  # node id -> wall clock of the same
         self._registered_at: dict[str, int] = {}
+        self._hearing = Hearing(since=self.clock.monotonic())
+        self._reconnects = events.nc.stats["reconnects"]
+        self._held: tuple[str, ...] = ()
 
     async def run(self) -> None:
         await self.events.nc.subscribe(HEARTBEATS, cb=self._on_heartbeat)
@@ -47,19 +52,57 @@ class Telemetry:
         while True:
             await asyncio.sleep(min(1.0, self.timeout_s / 4))
             now = self.clock.monotonic()
-            for node_id in silent_nodes(self.state, self._last_seen, now, self.timeout_s):
-                node = self.state.nodes[node_id]
-                event = NodeLost(
-                    meta=stamp("telemetry", self.clock),
-                    node_id=node_id,
-                    last_seen_ns=self._last_seen_ns.get(node_id, node.registered_at),
-                    timeout_ns=int(self.timeout_s * 1e9),
-                )
-                # One loss per registration, however often this loop runs before the fold.
-                await self.events.append(event, msg_id=f"lost:{node_id}:{node.registered_at}")
-                log.warning(
-                    "node %s silent for %.1fs: lost", node_id, now - self._last_seen[node_id]
-                )
+            self._note_connection(now)
+            silence = judge_silence(
+                self.state, self._last_seen, self._hearing, now=now, timeout=self.timeout_s
+            )
+            self._say_if_holding(silence)
+            self._hearing = silence.hearing
+            for node_id in silence.lost:
+                # nats-py keeps what is published while it is away and sends it on its
+                # return: a loss decided in the dark would be stored once the bus is back.
+                if not self.events.nc.is_connected:
+                    break
+                await self._declare_lost(node_id, now)
+
+    def _note_connection(self, now: float) -> None:
+        """Off the bus, silence is no evidence; back on it (even from an absence too short
+        to see between two looks: the reconnect count tells), every node starts afresh."""
+        nc = self.events.nc
+        previous, self._reconnects = self._reconnects, nc.stats["reconnects"]
+        if not nc.is_connected:
+            if self._hearing.since is not None:
+                log.warning("off the bus: no node is judged until it is back")
+            self._hearing = Hearing(since=None)
+        elif self._hearing.since is None or self._reconnects != previous:
+            log.info("on the bus again: every node has %.1fs from now", self.timeout_s)
+            self._hearing = Hearing(since=now)
+
+    def _say_if_holding(self, silence: Silence) -> None:
+        """Say when a hold-off begins or changes, and when it ends; not at every look."""
+        if silence.held and silence.held != self._held:
+            log.warning(
+                "%d of %d nodes fell silent together (%s): the bus is the likelier fault, so "
+                "none is declared lost until most are heard again",
+                len(silence.quiet),
+                silence.watched,
+                ", ".join(silence.quiet),
+            )
+        elif self._hearing.holding and not silence.hearing.holding:
+            log.info("most nodes are heard again: every node has a full timeout from now")
+        self._held = silence.held
+
+    async def _declare_lost(self, node_id: str, now: float) -> None:
+        node = self.state.nodes[node_id]
+        event = NodeLost(
+            meta=stamp("telemetry", self.clock),
+            node_id=node_id,
+            last_seen_ns=self._last_seen_ns.get(node_id, node.registered_at),
+            timeout_ns=int(self.timeout_s * 1e9),
+        )
+        # One loss per registration, however often this loop runs before the fold.
+        await self.events.append(event, msg_id=f"lost:{node_id}:{node.registered_at}")
+        log.warning("node %s silent for %.1fs: lost", node_id, now - self._last_seen[node_id])
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

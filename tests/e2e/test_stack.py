@@ -90,7 +90,7 @@ def test_the_cli_submits_waits_and_shows_status(stack: Stack) -> None:
     bad = cli(stack.url, "submit", "--gpus", "0", "--account", "demo", "--", "true")
     assert bad.returncode == 2
     assert "gpus='0'" in bad.stderr
-    assert "at least 1" in bad.stderr
+    assert "from 1 up to 1024" in bad.stderr
 
     tail = cli(stack.url, "log", "tail", "-n", "50")
     assert "JobExited" in tail.stdout

@@ -59,6 +59,23 @@ async def test_follow_delivers_old_and_new_records_with_pending_counts(event_log
     assert seen == [(1, 1), (2, 0), (3, 0)]
 
 
+async def test_records_already_delivered_to_a_busy_reader_count_as_pending(
+    event_log: EventLog,
+) -> None:
+    await event_log.append(b.submitted("j1"))
+    seen = []
+    async with contextlib.aclosing(event_log.follow(1)) as records:
+        async for record in records:
+            seen.append((record.seq, record.pending))
+            if record.seq == 1:  # busy with it while three more arrive
+                for job in ("j2", "j3", "j4"):
+                    await event_log.append(b.submitted(job))
+                await asyncio.sleep(0.3)
+            if record.seq == 4:
+                break
+    assert seen == [(1, 0), (2, 2), (3, 1), (4, 0)]
+
+
 async def test_a_durable_consumer_resumes_after_the_last_acknowledged_record(
     event_log: EventLog,
 ) -> None:

@@ -92,7 +92,7 @@ async def test_a_key_reused_for_a_different_job_is_refused(
 @pytest.mark.parametrize(
     ("fields", "field", "words"),
     [
-        ({"gpus": 0}, "gpus", "at least 1"),
+        ({"gpus": 0}, "gpus", "from 1 up to 1024"),
         ({"gpus": 9}, "gpus", "the largest has 8"),
         ({"command": []}, "command", "program to run"),
         ({"account": "Bad Account"}, "account", "lower-case segments"),

@@ -1,8 +1,14 @@
 import pytest
 
 from allot.core import State, apply
-from allot.core.accounts import changes_to_apply, parse_duration, read_tree
-from allot.proto.events import AccountDefined, AccountRemoved, AccountSettings, AccountUpdated
+from allot.core.accounts import MAX_CHANGES, changes_to_apply, parse_duration, read_tree
+from allot.proto.events import (
+    AccountDefined,
+    AccountRemoved,
+    AccountsApplied,
+    AccountSettings,
+    AccountUpdated,
+)
 from tests import builders as b
 from tests.builders import fold
 
@@ -27,8 +33,16 @@ def test_a_declared_tree_is_read_into_settings() -> None:
     ("raw", "field", "words"),
     [
         ({"ml": {"weight": "two"}}, "accounts.ml.weight", "Expected `int`"),
-        ({"ml": {"weight": 0}}, "accounts.ml.weight", "positive whole number"),
-        ({"ml": {"quota": {"gpu": -1}}}, "accounts.ml.quota.gpu", "0 or more"),
+        ({"ml": {"weight": 0}}, "accounts.ml.weight", "from 1 to 1000000"),
+        ({"ml": {"weight": 10**30}}, "accounts.ml.weight", "from 1 to 1000000"),
+        ({"ml": {"quota": {"gpu": -1}}}, "accounts.ml.quota.gpu", "from 0 to"),
+        ({"ml": {"quota": {"gpu": 2**64}}}, "accounts.ml.quota.gpu", "from 0 to"),
+        ({"ml": {"lending_limit": {"cpu": 2**41}}}, "accounts.ml.lending_limit.cpu", "from 0"),
+        ({"ml": {"quota": {f"gpu:m{i}": 1 for i in range(65)}}}, "accounts.ml.quota", "64"),
+        ({"ml": {"quota": {"gpu:" + "x" * 65: 1}}}, "accounts.ml.quota.gpu:" + "x" * 65, "64"),
+        ({"ml": {"max_wait": "366d"}}, "accounts.ml.max_wait", "at most 365d"),
+        ({"ml": {"max_wait": "0s"}}, "accounts.ml.max_wait", "positive"),
+        ({"ml": {"max_wait": "9" * 5000 + "d"}}, "accounts.ml.max_wait", "too long"),
         ({"ml": {"quota": {"tpu": 1}}}, "accounts.ml.quota.tpu", "resources are"),
         ({"ml": {"max_wait": "soon"}}, "accounts.ml.max_wait", "not a duration"),
         ({"ml": {"colour": "red"}}, "accounts.ml.colour", "unknown field"),
@@ -98,3 +112,52 @@ def test_the_fold_keeps_the_tree_consistent() -> None:
     assert [i.seq for i in state.ignored] == [1, 5]
     apply(state, 6, AccountRemoved(meta=b.meta(), path="a/b"))
     assert sorted(state.accounts) == ["a"]
+
+
+def test_an_apply_changes_the_whole_tree_at_once_or_not_at_all() -> None:
+    state = fold(
+        AccountDefined(meta=b.meta(), path="a", settings=AccountSettings()),  # an older log
+        AccountDefined(meta=b.meta(), path="a/old", settings=AccountSettings()),
+        AccountsApplied(
+            meta=b.meta(),
+            defined={"a/b": AccountSettings(), "a/b/c": AccountSettings(weight=2)},
+            updated={"a": AccountSettings(weight=3)},
+            removed=["a/old"],
+        ),
+    )
+    assert state.ignored == []
+    assert state.accounts == {
+        "a": AccountSettings(weight=3),
+        "a/b": AccountSettings(),
+        "a/b/c": AccountSettings(weight=2),
+    }
+    version = state.fair_share_version
+    for seq, broken in enumerate(
+        [
+            AccountsApplied(meta=b.meta(), defined={"x/y": AccountSettings()}),  # no parent
+            AccountsApplied(meta=b.meta(), removed=["a/b"]),  # a/b/c would lose its parent
+            AccountsApplied(meta=b.meta(), updated={"zz": AccountSettings()}),  # unknown
+            AccountsApplied(meta=b.meta(), defined={"a": AccountSettings()}),  # defined already
+            AccountsApplied(meta=b.meta(), defined={"Bad Path": AccountSettings()}),
+            AccountsApplied(
+                meta=b.meta(),
+                defined={"d": AccountSettings()},  # fine on its own...
+                updated={"a": AccountSettings(weight=0)},  # ...but not with this
+            ),
+        ],
+        start=4,
+    ):
+        apply(state, seq, broken)
+        assert state.ignored[-1].seq == seq
+    assert sorted(state.accounts) == ["a", "a/b", "a/b/c"]
+    assert state.accounts["a"].weight == 3
+    assert state.fair_share_version == version
+
+
+def test_one_apply_changes_at_most_so_many_accounts() -> None:
+    tree = {"lab": AccountSettings()} | {f"lab/{i}": AccountSettings() for i in range(MAX_CHANGES)}
+    _, errors = changes_to_apply(State(), tree)
+    assert [(e.field, e.value) for e in errors] == [("accounts", f"{MAX_CHANGES + 1} changes")]
+    assert f"at most {MAX_CHANGES}" in errors[0].message
+    del tree["lab/0"]
+    assert changes_to_apply(State(), tree)[1] == []

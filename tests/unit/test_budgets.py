@@ -115,6 +115,15 @@ def test_a_grant_in_gpu_hours_or_as_a_share_of_the_cluster() -> None:
         ({"gpu_hours": 5, "period": "weekly"}, "period"),
         ({"gpu_hours": 5, "account": "Lab"}, "account"),
         ({"gpu_hours": 5, "account": "nobody"}, "account"),
+        ({"gpu_hours": 1e308}, "gpu_hours"),
+        ({"gpu_hours": float("inf")}, "gpu_hours"),
+        ({"gpu_hours": float("nan")}, "gpu_hours"),
+        ({"gpu_hours": 2.0**64}, "gpu_hours"),
+        ({"gpu_hours": 168_000_001, "period": "7d"}, "gpu_hours"),  # > a million GPUs' week
+        ({"share": float("nan")}, "share"),
+        ({"gpu_hours": 5, "period": "0s"}, "period"),
+        ({"gpu_hours": 5, "period": "367d"}, "period"),
+        ({"gpu_hours": 5, "period": "9" * 5000 + "d"}, "period"),
     ],
 )
 def test_a_bad_grant_names_the_field(request_fields: dict[str, object], field: str) -> None:
@@ -125,6 +134,13 @@ def test_a_bad_grant_names_the_field(request_fields: dict[str, object], field: s
     grant_, errors = read_grant(request, state)
     assert grant_ is None
     assert [e.field for e in errors] == [field]
+    assert len(errors[0].value) <= 200
+
+
+def test_the_largest_grant_is_a_million_gpus_for_the_whole_period() -> None:
+    state = fold(AccountDefined(meta=b.meta(), path="lab", settings=AccountSettings()))
+    request = BudgetGrantRequest(account="lab", gpu_hours=168_000_000, period="7d")
+    assert read_grant(request, state) == ((168_000_000 * 3_600_000, WEEK, None), [])
 
 
 def test_a_share_needs_nodes_to_have_a_size() -> None:

@@ -605,9 +605,9 @@ def test_what_jobs_hold_is_summed_per_account_path_ancestors_included() -> None:
     assert {path: held["gpu"] for path, held in state.held.items()} == {"lab/b": 1, "lab": 1}
 
 
-def test_a_job_holding_nothing_releases_after_its_sibling_emptied_their_account() -> None:
-    # An elastic job placed on no GPU (intake refuses one, the fold takes it) holds zeros:
-    # "lab"'s sums drop once its sibling ends, and its own end must not stumble on that.
+def test_a_job_of_no_gpus_is_refused_by_the_fold_as_the_intake_refuses_it() -> None:
+    # Appended around the intake, a job of zero GPUs was admitted with an empty placement,
+    # and folding that plan failed in every service.
     state = fold(
         b.node("n1", 8),
         b.submitted("x", 0, account="lab/x", max_gpus=2),
@@ -618,5 +618,7 @@ def test_a_job_holding_nothing_releases_after_its_sibling_emptied_their_account(
         b.exited("y", "n1"),
         b.exited("x", "n1"),
     )
+    assert "x" not in state.jobs
+    assert state.ignored[0].reason.startswith("malformed: gpus='0'")
     assert state.held == {}
-    assert state.jobs["x"].status == JobStatus.SUCCEEDED
+    assert state.jobs["y"].status == JobStatus.SUCCEEDED

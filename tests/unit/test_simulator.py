@@ -314,7 +314,7 @@ def test_allot_sim_runs_under_an_account_file_and_refuses_a_bad_one(tmp_path: Pa
     assert good.returncode == 0, good.stderr
     bad = sim('[accounts."lab"]\n[accounts."lab/a"]\nweight = 0\n')
     assert bad.returncode == 2
-    assert "accounts.lab/a.weight=0: a positive whole number" in bad.stderr
+    assert "accounts.lab/a.weight=0: a whole number from 1 to 1000000" in bad.stderr
     missing = sim('[accounts."lab"]\n[accounts."lab/b"]\n')
     assert missing.returncode == 2
     assert "the trace submits to accounts it does not declare: lab/a" in missing.stderr

@@ -1,6 +1,8 @@
+import msgspec
 import pytest
 
 from allot.core import State, apply, known_submission, validate_cancel, validate_submission
+from allot.core.validate import spec_problems
 from allot.proto.commands import CancelRequest, SubmitRequest
 from allot.proto.events import JobSpec
 from tests import builders as b
@@ -20,7 +22,7 @@ def test_a_good_submission_passes() -> None:
 
 @pytest.mark.parametrize("gpus", [0, -1])
 def test_gpus_must_be_positive(gpus: int) -> None:
-    assert problems(gpus=gpus) == [("gpus", "must be at least 1")]
+    assert problems(gpus=gpus) == [("gpus", "from 1 up to 1024 per worker")]
 
 
 def test_gpus_beyond_every_node_are_refused_once_nodes_are_known() -> None:
@@ -122,14 +124,61 @@ def test_gang_shape_flavor_and_elastic_limits_are_checked_against_the_cluster() 
     assert problems(state, flavor="V100") == [
         ("flavor", "no node has that GPU model; the cluster has A100, H100")
     ]
-    assert problems(state, workers=0) == [("workers", "must be at least 1")]
+    assert problems(state, workers=0) == [("workers", "from 1 up to 4096")]
     assert problems(state, gpus=2, max_gpus=1) == [
-        ("max_gpus", "at least gpus (2), or leave it out")
+        ("max_gpus", "at least gpus (2) and at most 1024, or leave it out")
     ]
     assert problems(state, workers=2, max_gpus=4) == [
         ("max_gpus", "elastic jobs have one worker; leave out workers or max_gpus")
     ]
     assert problems(state, grace_ns=-1) == [("grace", "from 0 up to 1h")]
     assert problems(state, checkpoint_interval_ns=0) == [
-        ("checkpoint_interval", "a positive duration, or leave it out")
+        ("checkpoint_interval", "a positive duration up to 365d, or leave it out")
     ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"cpus": 2**63 - 1}, "cpus"),
+        ({"memory_mib": 2**63 - 1}, "memory_mib"),
+        ({"gpus": 2**40}, "gpus"),
+        ({"workers": 2**40}, "workers"),
+        ({"max_runtime_ns": 2**63 - 1}, "max_runtime"),
+        ({"checkpoint_interval_ns": 2**63 - 1}, "checkpoint_interval"),
+        ({"command": ["python", "x" * (1 << 20)]}, "command"),
+        ({"command": ["true"] * 5000}, "command"),
+        ({"env": {f"V{i}": "" for i in range(2000)}}, "env"),
+        ({"workdir": "/" + "d" * 5000}, "workdir"),
+        ({"flavor": "H" * 100}, "flavor"),
+    ],
+)
+def test_every_number_and_size_a_user_sends_is_bounded(
+    fields: dict[str, object], field: str
+) -> None:
+    assert [f for f, _ in problems(**fields)] == [field]
+
+
+def test_an_error_never_echoes_a_huge_value() -> None:
+    spec = msgspec.structs.replace(b.spec(), name="n" * 1_000_000)
+    [error] = validate_submission(SubmitRequest(spec=spec), State())
+    assert error.field == "name"
+    assert len(error.value) < 300
+
+
+def test_cpus_and_memory_are_held_to_the_largest_node_that_reports_them() -> None:
+    state = apply(State(), 1, b.node("n1", 8))
+    assert problems(state, cpus=1000) == []  # simulated nodes report no CPUs: not held
+    big = msgspec.structs.replace(b.node("n2", 8), cpus=64, memory_mib=512_000)
+    state = apply(state, 2, big)
+    assert problems(state, cpus=64, memory_mib=512_000) == []
+    assert problems(state, cpus=65, memory_mib=512_001) == [
+        ("cpus", "no node has that many CPUs; the largest has 64"),
+        ("memory_mib", "no node has that much memory; the largest has 512000 MiB"),
+    ]
+
+
+def test_spec_problems_need_no_state_and_agree_with_the_intake() -> None:
+    bad = msgspec.structs.replace(b.spec(gpus=0), cpus=-1, command=[])
+    assert [e.field for e in spec_problems(bad)] == ["gpus", "cpus", "command"]
+    assert spec_problems(b.spec()) == []

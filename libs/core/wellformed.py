@@ -1,0 +1,215 @@
+"""What the fold holds an event to before it applies it.
+
+A service writes only well-formed events, but the log takes what its writers send: a bug,
+a forged message or a compromised node can append anything the schema can decode. Each
+check here refuses values that no honest producer writes (a job of zero GPUs, a budget
+period of zero, a negative charge, a node that lists a GPU twice), so the rules that fold
+an event never meet them. A submission is held to the intake's own checks of a spec.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from allot.core.validate import ACCOUNT_PATTERN, MAX_GRACE_NS, spec_problems
+from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    AccountUpdated,
+    Admission,
+    BudgetExhausted,
+    BudgetGranted,
+    Event,
+    EventQuarantined,
+    GraceTooShort,
+    Hold,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    MaxWaitExceeded,
+    NodeLost,
+    NodeRegistered,
+    PlanComputed,
+    StopRequested,
+    UsageCharged,
+)
+
+MAX_QUANTITY = (1 << 63) - 1  # nanoseconds, milliseconds, MiB: what a signed 64-bit integer holds
+MAX_NODE_GPUS = 1024
+MAX_NODE_CPUS = 1 << 20
+MAX_ACCOUNT_WEIGHT = 1 << 30
+
+
+def problem(event: Event) -> str:
+    """Why ``event`` cannot be folded whatever the state ("" when it can)."""
+    if not 0 <= event.meta.at <= MAX_QUANTITY:
+        return f"meta.at={event.meta.at}: a time in nanoseconds since 1970"
+    check = _CHECKS.get(type(event))
+    return check(event) if check is not None else ""
+
+
+def _count(name: str, value: int | None, low: int = 0, high: int = MAX_QUANTITY) -> str:
+    if value is None or low <= value <= high:
+        return ""
+    return f"{name}={value}: from {low} to {high}"
+
+
+def _first(*problems: str) -> str:
+    return next((p for p in problems if p), "")
+
+
+def _submitted(e: JobSubmitted) -> str:
+    errors = spec_problems(e.spec)
+    return str(errors[0]) if errors else ""
+
+
+def _attempt(e: Any) -> str:
+    return _count("attempt", e.attempt)
+
+
+def _started(e: JobStarted) -> str:
+    return _first(_attempt(e), _count("pid", e.pid, 0, 1 << 31))  # 0: simulated
+
+
+def _checkpointed(e: JobCheckpointed) -> str:
+    return _count("step", e.step, 1)
+
+
+def _exited(e: JobExited) -> str:
+    # Exit codes are what wait() reports: 0..255, or minus a signal number.
+    return _first(
+        _attempt(e),
+        _count("exit_code", e.exit_code, -128, 255),
+        _count("stopped_in_ns", e.stopped_in_ns),
+    )
+
+
+def _stop(e: StopRequested) -> str:
+    return _first(_attempt(e), _count("grace_ns", e.grace_ns, 0, MAX_GRACE_NS))
+
+
+def _preempted(e: JobPreempted) -> str:
+    return _first(
+        _attempt(e),
+        _count("lost_gpu_ms", e.lost_gpu_ms),
+        _count("checkpoint_age_ns", e.checkpoint_age_ns),
+        _count("grace_used_ns", e.grace_used_ns),
+    )
+
+
+def _grace_too_short(e: GraceTooShort) -> str:
+    return _first(_count("grace_ns", e.grace_ns), _count("measured_ns", e.measured_ns))
+
+
+def _max_wait(e: MaxWaitExceeded) -> str:
+    return _first(
+        _attempt(e), _count("waited_ns", e.waited_ns), _count("max_wait_ns", e.max_wait_ns)
+    )
+
+
+def _plan(e: PlanComputed) -> str:
+    for admission in e.admissions:
+        if not admission.placements:
+            return f"admission of {admission.job_id}: no placements"
+    placed: list[Admission | Hold] = [*e.admissions, *e.holds]
+    for decision in placed:
+        for placement in decision.placements:
+            if any(not 0 <= index < MAX_NODE_GPUS for index in placement.gpus):
+                return f"placement of {decision.job_id} on {placement.node_id}: no such GPU index"
+    return _count("now", e.now)
+
+
+def _registered(e: NodeRegistered) -> str:
+    indices = [gpu.index for gpu in e.gpus]
+    if len(indices) > MAX_NODE_GPUS or any(not 0 <= i < MAX_NODE_GPUS for i in indices):
+        return f"gpus: at most {MAX_NODE_GPUS}, indices from 0 to {MAX_NODE_GPUS - 1}"
+    if len(set(indices)) != len(indices):
+        return f"gpus: index listed twice in {sorted(indices)}"
+    if any(gpu.memory_mib < 0 or gpu.memory_mib > MAX_QUANTITY for gpu in e.gpus):
+        return "gpus: memory_mib must be 0 or more"
+    in_islands = [i for island in e.nvlink_islands for i in island]
+    if len(set(in_islands)) != len(in_islands) or not set(in_islands) <= set(indices):
+        return f"nvlink_islands={e.nvlink_islands}: disjoint lists of the node's GPU indices"
+    return _first(_count("cpus", e.cpus, 0, MAX_NODE_CPUS), _count("memory_mib", e.memory_mib))
+
+
+def _lost(e: NodeLost) -> str:
+    return _first(_count("last_seen_ns", e.last_seen_ns), _count("timeout_ns", e.timeout_ns))
+
+
+def _account_path(path: str) -> str:
+    if ACCOUNT_PATTERN.match(path):
+        return ""
+    return f"path={path[:200]!r}: not an account path"
+
+
+def _settings(settings: AccountSettings) -> str:
+    limits = (settings.quota, settings.borrowing_limit, settings.lending_limit)
+    for amounts in limits:
+        for resource, amount in amounts.items():
+            if problem := _count(resource, amount):
+                return problem
+    return _first(
+        _count("weight", settings.weight, 1, MAX_ACCOUNT_WEIGHT),
+        _count("max_wait_ns", settings.max_wait_ns),
+    )
+
+
+def _account(e: AccountDefined | AccountUpdated) -> str:
+    return _first(_account_path(e.path), _settings(e.settings))
+
+
+def _budget(e: BudgetGranted) -> str:
+    return _first(
+        _account_path(e.path),
+        _count("gpu_ms", e.gpu_ms),
+        _count("period_ns", e.period_ns, 1),
+        _count("starts_at", e.starts_at),
+        _count("share_ppm", e.share_ppm, 0, 1_000_000),
+    )
+
+
+def _exhausted(e: BudgetExhausted) -> str:
+    return _first(
+        _count("period", e.period),
+        _count("used_gpu_ms", e.used_gpu_ms),
+        _count("budget_gpu_ms", e.budget_gpu_ms),
+    )
+
+
+def _charged(e: UsageCharged) -> str:
+    return _first(
+        _account_path(e.path),
+        _attempt(e),
+        _count("from_ns", e.from_ns),
+        _count("to_ns", e.to_ns, e.from_ns),
+        _count("gpu_ms", e.gpu_ms),
+    )
+
+
+def _quarantined(e: EventQuarantined) -> str:
+    return _count("seq", e.seq, 1)
+
+
+_CHECKS: dict[type[Event], Callable[[Any], str]] = {
+    JobSubmitted: _submitted,
+    JobStarted: _started,
+    JobCheckpointed: _checkpointed,
+    JobExited: _exited,
+    StopRequested: _stop,
+    KillRequested: _attempt,
+    JobPreempted: _preempted,
+    GraceTooShort: _grace_too_short,
+    MaxWaitExceeded: _max_wait,
+    PlanComputed: _plan,
+    NodeRegistered: _registered,
+    NodeLost: _lost,
+    AccountDefined: _account,
+    AccountUpdated: _account,
+    BudgetGranted: _budget,
+    BudgetExhausted: _exhausted,
+    UsageCharged: _charged,
+    EventQuarantined: _quarantined,
+}

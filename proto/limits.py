@@ -1,0 +1,42 @@
+"""The sizes Allot accepts, in one place, and the check that keeps JSON within them.
+
+NATS refuses a message over its payload limit (1 MiB by default) and closes the connection
+that sent it, so every event a service builds must stay below that, headers included. A
+request is bounded well below it: the event it becomes adds an envelope and headers.
+
+Deep nesting is refused before any decoder sees it: a decoder recurses per level, and
+1,000 levels of ``[`` are enough to exhaust the interpreter's stack. No message of the
+schema nests deeper than a handful of levels.
+"""
+
+import re
+from typing import Final
+
+import msgspec
+
+MAX_EVENT_BYTES: Final = 1 << 20  # the stream's max_msg_size and NATS's default payload
+EVENT_HEADROOM_BYTES: Final = 16 << 10  # headers (trace context, ids) and the envelope
+MAX_REQUEST_BYTES: Final = 256 << 10  # a command on allot.cmd.*
+MAX_DEPTH: Final = 32  # levels of nested arrays and objects
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_INNERMOST_PAIR = re.compile(rb"\[\]|\{\}")
+_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def check_json(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH) -> None:
+    """Raise ``msgspec.DecodeError`` when ``data`` is larger than ``max_bytes`` or nests
+    deeper than ``max_depth``; cheap for the usual small, shallow message."""
+    if len(data) > max_bytes:
+        raise msgspec.DecodeError(f"{len(data)} bytes; at most {max_bytes} are accepted")
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return  # too few brackets to nest that deep
+    # Brackets inside strings do not nest; what is left is only the brackets. Each pass
+    # removes exactly the innermost pairs, so the passes needed are the nesting depth.
+    brackets = _STRING.sub(b"", bytes(data)).translate(None, _NOT_A_BRACKET)
+    for _ in range(max_depth):
+        if not brackets:
+            return
+        brackets = _INNERMOST_PAIR.sub(b"", brackets)
+    if brackets:
+        raise msgspec.DecodeError(f"nested deeper than {max_depth} levels (or unbalanced brackets)")

@@ -1,0 +1,76 @@
+"""The queue between NATS and a command service's handlers, against a real server: a
+bounded wait, an answer for every request, no work for clients that have given up."""
+
+import asyncio
+import contextlib
+
+import msgspec
+import nats
+
+from allot.bus import EmbeddedNats
+from allot.proto.commands import AccountsApplyReply
+from allot.services.commands import CommandQueue
+from allot.services.runtime import Clock
+
+SUBJECT = "allot.cmd.test"
+
+
+async def test_every_request_is_answered_and_none_waits_unboundedly(
+    nats_server: EmbeddedNats,
+) -> None:
+    handled: list[bytes] = []
+
+    async def slow(payload: bytes) -> AccountsApplyReply:
+        await asyncio.sleep(0.5)
+        handled.append(payload)
+        return AccountsApplyReply(defined=[payload.decode()])
+
+    queue = CommandQueue("tester", Clock(), max_waiting=2, max_wait_s=0.7)
+    nc = await nats.connect(nats_server.url)
+    await queue.subscribe(nc, {SUBJECT: slow})
+    serving = asyncio.create_task(queue.serve())
+    try:
+        async with await nats.connect(nats_server.url) as client:
+            # One is handled at once; two wait, the second of them too long; one finds the
+            # queue full.
+            answers = []
+            for i in range(4):
+                answers.append(asyncio.create_task(client.request(SUBJECT, b"%d" % i, timeout=5)))
+                await asyncio.sleep(0.02)  # in this order
+            replies = [
+                msgspec.json.decode((await a).data, type=AccountsApplyReply) for a in answers
+            ]
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await nc.close()
+    assert [r.defined for r in replies[:2]] == [["0"], ["1"]]
+    assert "given up" in replies[2].errors[0].message
+    assert "busy" in replies[3].errors[0].message
+    assert handled == [b"0", b"1"]  # the stale request cost no work
+
+
+async def test_a_handler_that_raises_is_answered_and_the_queue_goes_on(
+    nats_server: EmbeddedNats,
+) -> None:
+    async def fragile(payload: bytes) -> AccountsApplyReply:
+        if payload == b"boom":
+            raise ZeroDivisionError("a bug")
+        return AccountsApplyReply(defined=["ok"])
+
+    queue = CommandQueue("tester", Clock())
+    nc = await nats.connect(nats_server.url)
+    await queue.subscribe(nc, {SUBJECT: fragile})
+    serving = asyncio.create_task(queue.serve())
+    try:
+        failed = await nc.request(SUBJECT, b"boom", timeout=5)
+        fine = await nc.request(SUBJECT, b"fine", timeout=5)
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await nc.close()
+    [error] = msgspec.json.decode(failed.data, type=AccountsApplyReply).errors
+    assert "ZeroDivisionError('a bug')" in error.message
+    assert msgspec.json.decode(fine.data, type=AccountsApplyReply).defined == ["ok"]
