@@ -4,6 +4,7 @@
 too, so a job that reached the log around the intake is refused there just the same.
 """
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -37,6 +38,13 @@ MAX_ARGV_ENV_BYTES = 128 << 10
 Bad = Callable[[str, object, str], None]
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def is_account_path(path: str) -> bool:
+    """Whether ``path`` matches ``ACCOUNT_PATTERN``, remembered: a log names the same few
+    accounts again and again, and the pattern takes a microsecond to match."""
+    return ACCOUNT_PATTERN.match(path) is not None
+
+
 def _shown(value: object) -> str:
     """A value as an error shows it: long ones cut, so a reply never carries a megabyte."""
     text = str(value)
@@ -68,9 +76,9 @@ def spec_problems(spec: JobSpec) -> list[FieldError]:
     def bad(field: str, value: object, message: str) -> None:
         errors.append(FieldError(field=field, value=_shown(value), message=message))
 
-    if not ACCOUNT_PATTERN.match(spec.account):
+    if not is_account_path(spec.account):
         _bad_account_path(spec.account, bad)
-    _check_shape(spec, State(), bad)
+    _check_shape_alone(spec, bad)
     _check_spec(spec, bad)
     return errors
 
@@ -85,7 +93,7 @@ def _bad_account_path(account: str, bad: Bad) -> None:
 
 
 def _check_account(spec: JobSpec, state: State, bad: Bad) -> None:
-    if not ACCOUNT_PATTERN.match(spec.account):
+    if not is_account_path(spec.account):
         _bad_account_path(spec.account, bad)
     elif state.accounts and spec.account not in state.accounts:
         bad(
@@ -133,30 +141,36 @@ def _check_spec(spec: JobSpec, bad: Bad) -> None:
 
 
 def _check_command(spec: JobSpec, bad: Bad) -> None:
+    args = "".join(spec.command)  # the checks below read the arguments once, at C speed
     if not spec.command or not spec.command[0].strip():
         bad("command", spec.command, "give the program to run and its arguments")
-    elif any("\0" in arg for arg in spec.command):
+    elif "\0" in args:
         bad("command", spec.command, "arguments cannot contain NUL characters")
     elif len(spec.command) > MAX_ARGS:
         bad("command", f"{len(spec.command)} arguments", f"at most {MAX_ARGS} arguments")
-    if len(spec.env) > MAX_ENV:
-        bad("env", f"{len(spec.env)} variables", f"at most {MAX_ENV} variables")
-    for variable in spec.env:
-        if not ENV_NAME.match(variable):
-            bad("env", variable, "environment variable names are letters, digits and '_'")
-        elif variable.startswith("ALLOT_") or variable == "CUDA_VISIBLE_DEVICES":
-            bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
-        elif "\0" in spec.env[variable]:
-            bad(f"env.{variable}", spec.env[variable], "values cannot contain NUL characters")
-    size = sum(len(a.encode()) + 1 for a in spec.command) + sum(
-        len(k.encode()) + len(v.encode()) + 2 for k, v in spec.env.items()
-    )
+    size = len(args.encode()) + len(spec.command)  # each argument ends in a NUL
+    if spec.env:
+        size += _check_env(spec.env, bad)
     if size > MAX_ARGV_ENV_BYTES:
         bad(
             "command",
             f"{size} bytes of arguments and environment",
             f"at most {MAX_ARGV_ENV_BYTES} bytes together; put long inputs in a file",
         )
+
+
+def _check_env(env: dict[str, str], bad: Bad) -> int:
+    """Check the variables; the bytes they take (``NAME=value`` and a NUL each)."""
+    if len(env) > MAX_ENV:
+        bad("env", f"{len(env)} variables", f"at most {MAX_ENV} variables")
+    for variable, value in env.items():
+        if not ENV_NAME.match(variable):
+            bad("env", variable, "environment variable names are letters, digits and '_'")
+        elif variable.startswith("ALLOT_") or variable == "CUDA_VISIBLE_DEVICES":
+            bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")
+        elif "\0" in value:
+            bad(f"env.{variable}", value, "values cannot contain NUL characters")
+    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
 
 
 def _check_resources(spec: JobSpec, state: State, bad: Bad) -> None:
@@ -177,6 +191,12 @@ def _check_resources(spec: JobSpec, state: State, bad: Bad) -> None:
 def _check_shape(spec: JobSpec, state: State, bad: Bad) -> None:
     """Workers, GPUs, flavor and topology: each valid alone, and the whole able to fit the
     cluster as registered (a job that could never be placed is refused, not queued)."""
+    if _check_shape_alone(spec, bad) and state.nodes:
+        _check_fit(spec, state, bad)
+
+
+def _check_shape_alone(spec: JobSpec, bad: Bad) -> bool:
+    """Whether workers and GPUs are valid, so the job's size can be held to a cluster."""
     if not 1 <= spec.workers <= MAX_WORKERS:
         bad("workers", spec.workers, f"from 1 up to {MAX_WORKERS}")
     if not 1 <= spec.gpus <= MAX_GPUS_PER_WORKER:
@@ -193,10 +213,10 @@ def _check_shape(spec: JobSpec, state: State, bad: Bad) -> None:
         )
     if spec.flavor is not None and not (0 < len(spec.flavor.strip()) <= MAX_FLAVOR):
         bad("flavor", spec.flavor, "a GPU model such as 'H100', or leave it out")
-    if not (1 <= spec.workers <= MAX_WORKERS and 1 <= spec.gpus <= MAX_GPUS_PER_WORKER):
-        return
-    if not state.nodes:
-        return
+    return 1 <= spec.workers <= MAX_WORKERS and 1 <= spec.gpus <= MAX_GPUS_PER_WORKER
+
+
+def _check_fit(spec: JobSpec, state: State, bad: Bad) -> None:
     models = sorted({g.model for n in state.nodes.values() for g in n.gpus})
     if spec.flavor is not None and spec.flavor not in models:
         bad(

@@ -10,7 +10,7 @@ an event never meet them. A submission is held to the intake's own checks of a s
 from collections.abc import Callable
 from typing import Any
 
-from allot.core.validate import ACCOUNT_PATTERN, MAX_GRACE_NS, spec_problems
+from allot.core.validate import MAX_GRACE_NS, is_account_path, spec_problems
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
@@ -69,16 +69,29 @@ def _attempt(e: Any) -> str:
     return _count("attempt", e.attempt)
 
 
+# The checks of the most frequent events first ask, in one expression, whether all is well,
+# and only then work out what is not: a fold reads millions of them.
+
+
 def _started(e: JobStarted) -> str:
+    if 0 <= e.attempt <= MAX_QUANTITY and 0 <= e.pid <= 1 << 31:
+        return ""
     return _first(_attempt(e), _count("pid", e.pid, 0, 1 << 31))  # 0: simulated
 
 
 def _checkpointed(e: JobCheckpointed) -> str:
-    return _count("step", e.step, 1)
+    return "" if e.step is None or 1 <= e.step <= MAX_QUANTITY else _count("step", e.step, 1)
 
 
 def _exited(e: JobExited) -> str:
     # Exit codes are what wait() reports: 0..255, or minus a signal number.
+    stopped_in = e.stopped_in_ns
+    if (
+        0 <= e.attempt <= MAX_QUANTITY
+        and (e.exit_code is None or -128 <= e.exit_code <= 255)
+        and (stopped_in is None or 0 <= stopped_in <= MAX_QUANTITY)
+    ):
+        return ""
     return _first(
         _attempt(e),
         _count("exit_code", e.exit_code, -128, 255),
@@ -140,7 +153,7 @@ def _lost(e: NodeLost) -> str:
 
 
 def _account_path(path: str) -> str:
-    if ACCOUNT_PATTERN.match(path):
+    if is_account_path(path):
         return ""
     return f"path={path[:200]!r}: not an account path"
 
@@ -180,6 +193,13 @@ def _exhausted(e: BudgetExhausted) -> str:
 
 
 def _charged(e: UsageCharged) -> str:
+    if (
+        0 <= e.attempt <= MAX_QUANTITY
+        and 0 <= e.from_ns <= e.to_ns <= MAX_QUANTITY
+        and 0 <= e.gpu_ms <= MAX_QUANTITY
+        and is_account_path(e.path)
+    ):
+        return ""
     return _first(
         _account_path(e.path),
         _attempt(e),
