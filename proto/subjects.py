@@ -34,8 +34,14 @@ ACCOUNTS_APPLY: Final = "allot.cmd.accounts.apply"
 BUDGET_GRANT: Final = "allot.cmd.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"
 
-# A token of a subject: no dots, wildcards or whitespace.
+# A token of a subject: no dots, wildcards or whitespace. Job and node ids are tokens.
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+MAX_ID = 128  # characters of a job or node id
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` can be a job or node id: a subject token of at most ``MAX_ID``."""
+    return len(value) <= MAX_ID and _TOKEN.match(value) is not None
 
 
 class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):

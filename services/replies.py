@@ -69,4 +69,7 @@ def decode_error(error: msgspec.DecodeError) -> FieldError:
     match = _AT_PATH.search(text)
     field = (match.group(1) if match else "") or "request"
     field = field.removeprefix("spec.")
-    return FieldError(field=field, value="", message=text.split(" - at ")[0])
+    message = text.split(" - at ")[0]
+    if len(message) > 300:  # msgspec quotes what it refused, however long
+        message = message[:300] + "…"
+    return FieldError(field=field[:200], value="", message=message)

@@ -57,6 +57,9 @@ def apply(state: State, seq: int, event: Event) -> State:
         state.note_ignored(seq, _tag(event), str(why))
     except Exception as error:  # the last line of defence: no event may stop a fold
         state.note_ignored(seq, _tag(event), f"{RULE_FAILED}: {error!r}")
+    if isinstance(event, PlanComputed):
+        # Folded or not, it is the plan subject's latest: the next plan must follow it.
+        state.last_plan_seq = seq
     state.seq = seq
     return state
 

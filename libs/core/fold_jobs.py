@@ -336,7 +336,6 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             state.unstated.pop(reason.job_id, None)
     if e.admissions or e.preemptions or e.holds:  # only then: most plans only state reasons
         state.holding_version += 1
-    state.last_plan_seq = seq
 
 
 def _on_node(state: State, node_id: str, gpus: list[int]) -> bool:

@@ -23,29 +23,42 @@ from allot.proto.events import (
     GraceTooShort,
     Hold,
     JobCheckpointed,
+    JobEvent,
     JobExited,
     JobPreempted,
     JobStarted,
     JobSubmitted,
     KillRequested,
     MaxWaitExceeded,
+    NodeEvent,
     NodeLost,
     NodeRegistered,
     PlanComputed,
     StopRequested,
     UsageCharged,
 )
+from allot.proto.subjects import MAX_ID, is_id
 
 MAX_QUANTITY = (1 << 63) - 1  # nanoseconds, milliseconds, MiB: what a signed 64-bit integer holds
 MAX_NODE_GPUS = 1024
 MAX_NODE_CPUS = 1 << 20
 MAX_ACCOUNT_WEIGHT = 1 << 30
+# A budget's period is split into per-period sums, a charge into the hours it spans: both
+# are bounded so that one forged event cannot make a fold loop for hours.
+MIN_PERIOD_NS = 10**9  # as the ledger grants
+MAX_CHARGE_NS = 366 * 86400 * 10**9
+ID_RULE = f"letters, digits, '_' and '-', at most {MAX_ID} of them"
 
 
 def problem(event: Event) -> str:
     """Why ``event`` cannot be folded whatever the state ("" when it can)."""
     if not 0 <= event.meta.at <= MAX_QUANTITY:
         return f"meta.at={event.meta.at}: a time in nanoseconds since 1970"
+    # Services name subjects, files and directories after these ids.
+    if isinstance(event, JobEvent) and not is_id(event.job_id):
+        return f"job_id={event.job_id[:200]!r}: {ID_RULE}"
+    if isinstance(event, NodeEvent) and not is_id(event.node_id):
+        return f"node_id={event.node_id[:200]!r}: {ID_RULE}"
     check = _CHECKS.get(type(event))
     return check(event) if check is not None else ""
 
@@ -178,7 +191,7 @@ def _budget(e: BudgetGranted) -> str:
     return _first(
         _account_path(e.path),
         _count("gpu_ms", e.gpu_ms),
-        _count("period_ns", e.period_ns, 1),
+        _count("period_ns", e.period_ns, MIN_PERIOD_NS),
         _count("starts_at", e.starts_at),
         _count("share_ppm", e.share_ppm, 0, 1_000_000),
     )
@@ -195,7 +208,7 @@ def _exhausted(e: BudgetExhausted) -> str:
 def _charged(e: UsageCharged) -> str:
     if (
         0 <= e.attempt <= MAX_QUANTITY
-        and 0 <= e.from_ns <= e.to_ns <= MAX_QUANTITY
+        and 0 <= e.from_ns <= e.to_ns <= min(e.from_ns + MAX_CHARGE_NS, MAX_QUANTITY)
         and 0 <= e.gpu_ms <= MAX_QUANTITY
         and is_account_path(e.path)
     ):
@@ -204,7 +217,7 @@ def _charged(e: UsageCharged) -> str:
         _account_path(e.path),
         _attempt(e),
         _count("from_ns", e.from_ns),
-        _count("to_ns", e.to_ns, e.from_ns),
+        _count("to_ns", e.to_ns, e.from_ns, e.from_ns + MAX_CHARGE_NS),
         _count("gpu_ms", e.gpu_ms),
     )
 

@@ -38,6 +38,7 @@ from pathlib import Path
 import msgspec
 
 from allot.client.logfile import LogFileError, read_log
+from allot.core.wellformed import ID_RULE
 from allot.proto.events import (
     Event,
     JobExited,
@@ -46,6 +47,7 @@ from allot.proto.events import (
     NodeLost,
     NodeRegistered,
 )
+from allot.proto.subjects import is_id
 
 HOUR_S = 3600
 
@@ -213,6 +215,8 @@ def read_canonical(path: Path) -> list[TraceJob]:
         gpus = int(_number(path, line, row, "gpus"))
         if gpus < 1:
             raise TraceError(f"{path}:{line}: gpus={gpus} must be at least 1")
+        if not is_id(row["job_id"]):
+            raise TraceError(f"{path}:{line}: job_id={row['job_id']!r}: {ID_RULE}")
         tier = (row.get("tier") or "").strip() or None
         if tier not in (None, "interactive", "batch", "best-effort"):
             raise TraceError(f"{path}:{line}: tier={tier!r}: interactive, batch or best-effort")

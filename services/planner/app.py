@@ -107,6 +107,9 @@ class Planner:
             self.conflicts += 1
             log.info("another plan came first; %d conflicts so far", self.conflicts)
             return
+        except Exception as error:  # too large, or the bus away: plan again on the next event
+            log.error("plan on %d not stored: %s", self.state.seq, error)
+            return
         self._own_plan_seq = appended.seq
         self.plans += 1
         if self.plans % FREEZE_EVERY == 1:

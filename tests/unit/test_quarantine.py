@@ -1,6 +1,8 @@
 """An operator's quarantine: from it on, the state is the fold of the log without the
 event it names, in the services and in replay alike."""
 
+import msgspec
+
 from allot.bus.codec import encode
 from allot.bus.eventlog import Record, make_record
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, refold
@@ -109,3 +111,16 @@ def test_replay_verifies_a_plan_made_after_a_quarantine() -> None:
     state, _ = state_at(log)
     assert "forged" not in state.jobs
     assert state.jobs["honest"].status == JobStatus.ADMITTED
+
+
+def test_a_refused_or_quarantined_plan_is_still_the_one_the_next_plan_follows() -> None:
+    # The planner appends guarded by the plan subject's last sequence: a plan the fold
+    # ignored but forgot would make every later append conflict, for good.
+    malformed = msgspec.structs.replace(b.plan(("j1", "n1", [0])), now=-1)
+    state = fold(records(b.node("n1", 8), b.submitted("j1", 1), malformed))
+    assert state.ignored[-1].reason.startswith("malformed: now=-1")
+    assert state.last_plan_seq == 3
+    log = records(b.node("n1", 8), b.submitted("j1", 1), b.plan(("j1", "n1", [0])), quarantine(3))
+    state = fold(log)
+    assert "j1" in state.pending
+    assert state.last_plan_seq == 3

@@ -62,6 +62,26 @@ def forged() -> list[tuple[Event, str]]:
             "exit_code",
         ),
         (msgspec.structs.replace(b.lost("n1"), meta=b.meta(at=-5)), "meta.at=-5"),
+        (b.submitted("a.b", 1), "job_id='a.b'"),
+        (
+            BudgetGranted(meta=b.meta(), path="lab/team", gpu_ms=1, period_ns=5, starts_at=0),
+            "period_ns=5",
+        ),
+        (
+            UsageCharged(
+                meta=b.meta(),
+                path="lab/team",
+                job_id="j1",
+                attempt=0,
+                from_ns=0,
+                to_ns=2**62,
+                gpu_ms=1,
+            ),
+            "to_ns=",
+        ),
+        (b.submitted("../..", 1), "job_id='../..'"),
+        (b.node("rack1.node7", 1), "node_id='rack1.node7'"),
+        (b.started("j" * 129, "n1", [0]), "at most 128"),
     ]
 
 
