@@ -91,6 +91,10 @@ NO_FIT = "NO_FIT"  # fewer GPUs are free than it needs
 PREEMPTING = "PREEMPTING"  # jobs are being stopped for it; their GPUs are kept for it
 # Not looked at yet: a cycle stops at the policy's queue depth, or once no GPU is left.
 QUEUED = "QUEUED"
+# A plan tells at most this many jobs QUEUED, the longest waiting first, and the next plans
+# the rest: after a burst of submissions, one plan telling each would outgrow the log's
+# largest event, and no plan could be stored at all.
+MAX_QUEUED = 1000
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -278,10 +282,10 @@ def plan(
     cycle.grow_elastic()
     stated = [w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason]
     looked_at = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
+    untold = (PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at)
     return Plan(
         admissions=[cycle.admission(a) for a in cycle.admitted],
-        pending=stated
-        + [PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at],
+        pending=stated + list(untold if whole_queue else itertools.islice(untold, MAX_QUEUED)),
         ranks=[rank_of(a) for a in _waiting_accounts(state) if a in ranked],
         waiting=cycle.waiting,
         reservation=cycle.reservation,

@@ -226,3 +226,25 @@ def test_tiers_go_first_then_fair_share() -> None:
     )
     order = [r.job_id for r in plan(state, ENDED, DEFAULT_POLICY).pending]
     assert order == ["heavy-interactive", "light-batch", "heavy-batch", "light-best-effort"]
+
+
+def test_a_plan_tells_at_most_a_thousand_jobs_queued_and_the_next_the_rest() -> None:
+    # After a burst of 25,000 submissions one plan telling each job QUEUED was 1.5 MB: over
+    # the log's largest event, so no plan could be stored at all.
+    from allot.core.planner import MAX_QUEUED, QUEUED
+
+    state = b.fold(b.node("n1", 1), *[b.submitted(f"j{n:04}", 1) for n in range(2500)])
+    told: list[list[str]] = []
+    for _ in range(5):
+        decided = plan(state, 10**12, DEFAULT_POLICY)
+        told.append([r.job_id for r in decided.pending if r.code == QUEUED])
+        recorded = msgspec.structs.replace(
+            b.plan(), pending=decided.pending, admissions=decided.admissions
+        )
+        apply(state, state.seq + 1, recorded)
+    assert MAX_QUEUED == 1000
+    assert [len(t) for t in told[:2]] == [1000, 1000]
+    assert 0 < len(told[2]) <= 500
+    flat = [j for t in told for j in t]
+    assert flat == sorted(set(flat))  # each told once, the longest waiting first
+    assert not state.unstated  # all told by the third plan
