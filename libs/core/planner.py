@@ -150,8 +150,8 @@ class Reservation(msgspec.Struct, frozen=True, kw_only=True):
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     admissions: list[Admission]
     pending: list[PendingReason]  # new or changed reasons only
-    # Of the accounts with pending jobs, where the policy uses fair share; not a change by
-    # itself.
+    # Of the accounts of the jobs the plan names, where the policy uses fair share; not a
+    # change by itself.
     ranks: list[AccountRank] = []
     preemptions: list[Preemption] = []
     holds: list[Hold] = []  # GPUs kept for jobs that preempted others; empty: let go
@@ -283,10 +283,13 @@ def plan(
     stated = [w.reason for w in cycle.waiting if state.jobs[w.reason.job_id].reason != w.reason]
     looked_at = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     untold = (PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at)
+    admissions = [cycle.admission(a) for a in cycle.admitted]
+    pending = stated + list(untold if whole_queue else itertools.islice(untold, MAX_QUEUED))
+    named = [item.job_id for items in (admissions, pending, cycle.preemptions) for item in items]
     return Plan(
-        admissions=[cycle.admission(a) for a in cycle.admitted],
-        pending=stated + list(untold if whole_queue else itertools.islice(untold, MAX_QUEUED)),
-        ranks=[rank_of(a) for a in _waiting_accounts(state) if a in ranked],
+        admissions=admissions,
+        pending=pending,
+        ranks=[rank_of(a) for a in _accounts_of(state, named) if a in ranked],
         waiting=cycle.waiting,
         reservation=cycle.reservation,
         preemptions=cycle.preemptions,
@@ -307,8 +310,11 @@ def queue(state: State, now: int, policy: Policy) -> list[JobRecord]:
     return list(_ordered(state, standings(state, now, policy.fair_share), now, policy))
 
 
-def _waiting_accounts(state: State) -> list[str]:
-    return sorted({account for _, account in state.queues})
+def _accounts_of(state: State, job_ids: list[str]) -> list[str]:
+    """The accounts a plan states ranks for: those of the jobs it names. Not every waiting
+    account: with thousands of them, their ranks alone would make the plan larger than the
+    log's largest event."""
+    return sorted({state.jobs[job_id].spec.account for job_id in job_ids})
 
 
 def _ordered(

@@ -1,7 +1,7 @@
 """Liveness uses this process's monotonic clock; only the transition (``NodeLost``) enters
 the log. A node that registers (again) starts with a full timeout, and so does every node
-when this process is back on the bus or most of the cluster is heard again after falling
-silent together (``allot.core.liveness``, docs/adr/0012)."""
+when this process is back on the bus or from a stall of its own, or when most of the cluster
+is heard again after falling silent together (``allot.core.liveness``, docs/adr/0012)."""
 
 import argparse
 import asyncio
@@ -27,7 +27,7 @@ class Telemetry:
         self._last_seen: dict[str, float] = {}  # node id -> monotonic time of last sign of life
         self._last_seen_ns: dict[str, int] = {}  # node id -> wall clock of the same
         self._registered_at: dict[str, int] = {}
-        self._hearing = Hearing(since=self.clock.monotonic())
+        self._hearing = listening(self.clock.monotonic())
         self._reconnects = events.nc.stats["reconnects"]
         self._held: tuple[str, ...] = ()
 
@@ -56,6 +56,13 @@ class Telemetry:
             silence = judge_silence(
                 self.state, self._last_seen, self._hearing, now=now, timeout=self.timeout_s
             )
+            if silence.stalled:
+                log.warning(
+                    "this process looked at no node for %.1fs (stalled): it heard nobody "
+                    "meanwhile, so every node has %.1fs from now",
+                    silence.stalled,
+                    self.timeout_s,
+                )
             self._say_if_holding(silence)
             self._hearing = silence.hearing
             for node_id in silence.lost:
@@ -76,7 +83,7 @@ class Telemetry:
             self._hearing = Hearing(since=None)
         elif self._hearing.since is None or self._reconnects != previous:
             log.info("on the bus again: every node has %.1fs from now", self.timeout_s)
-            self._hearing = Hearing(since=now)
+            self._hearing = listening(now)
 
     def _say_if_holding(self, silence: Silence) -> None:
         """Say when a hold-off begins or changes, and when it ends; not at every look."""
@@ -103,6 +110,11 @@ class Telemetry:
         # One loss per registration, however often this loop runs before the fold.
         await self.events.append(event, msg_id=f"lost:{node_id}:{node.registered_at}")
         log.warning("node %s silent for %.1fs: lost", node_id, now - self._last_seen[node_id])
+
+
+def listening(since: float) -> Hearing:
+    """Joining the bus counts as a look: a stall before the first is blindness too."""
+    return Hearing(since=since, looked=since)
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

@@ -1,6 +1,7 @@
 """Silence that is no evidence of a node's death, with the whole stack running as
-processes: a NATS outage longer than the node timeout, and every node agent frozen at once.
-Neither may lose a node or kill a job; a node that really dies afterwards is still lost."""
+processes: a NATS outage longer than the node timeout, every node agent frozen at once, and
+telemetry itself frozen. None may lose a node or kill a job; a node that really dies
+afterwards is still lost."""
 
 import asyncio
 import contextlib
@@ -26,28 +27,32 @@ Pids = dict[str, dict[str, int]]  # job id -> node id -> pid
 
 
 @contextlib.asynccontextmanager
-async def busy_cluster(tmp_path: Path) -> AsyncIterator[tuple[Stack, Pids]]:
-    """Two nodes of 8 GPUs, each running two long jobs."""
-    nodes = [NodeShape(node_id=n, gpus=8) for n in NODES]
+async def busy_cluster(
+    tmp_path: Path, node_ids: tuple[str, ...] = NODES
+) -> AsyncIterator[tuple[Stack, Pids]]:
+    """Nodes of 8 GPUs, each running two long jobs."""
+    nodes = [NodeShape(node_id=n, gpus=8) for n in node_ids]
     async with (
         Stack(tmp_path / "allot", nodes, node_timeout_s=NODE_TIMEOUT_S, stop_grace_s=2) as stack,
         await AsyncClient.connect(stack.url) as client,
     ):
         spec = JobSpec(account="lab/a", gpus=4, command=python("import time; time.sleep(600)"))
         job_ids = []
-        for _ in range(4):
+        for _ in range(2 * len(node_ids)):
             reply = await client.submit(spec)
             assert reply.job_id is not None
             job_ids.append(reply.job_id)
         state = await until(client, lambda s: all(running(s, j) for j in job_ids))
         pids = {j: state.jobs[j].started_on for j in job_ids}
-        assert sorted(n for placed in pids.values() for n in placed) == sorted(2 * NODES)
+        assert sorted(n for placed in pids.values() for n in placed) == sorted(2 * node_ids)
         yield stack, pids
 
 
-async def heard_from_every_node(client: AsyncClient, timeout: float = 30) -> None:
+async def heard_from_every_node(
+    client: AsyncClient, node_ids: tuple[str, ...], timeout: float = 30
+) -> None:
     """Wait for a heartbeat from each node: their agents are back on the bus."""
-    unheard = set(NODES)
+    unheard = set(node_ids)
     sub = await client.events.nc.subscribe(HEARTBEATS)
     try:
         async with asyncio.timeout(timeout):
@@ -59,7 +64,7 @@ async def heard_from_every_node(client: AsyncClient, timeout: float = 30) -> Non
 
 
 async def assert_nothing_lost(client: AsyncClient, pids: Pids) -> None:
-    await heard_from_every_node(client)
+    await heard_from_every_node(client, tuple({n for placed in pids.values() for n in placed}))
     await asyncio.sleep(3)  # time for a loss decided in the silence to reach the log
     state = await client.state()
     assert lost_nodes(state) == []
@@ -115,6 +120,23 @@ async def test_every_node_falling_silent_together_loses_no_node(tmp_path: Path) 
                 os.kill(agent.pid, signal.SIGCONT)
         async with await AsyncClient.connect(stack.url) as client:
             await assert_nothing_lost(client, pids)
+
+
+async def test_telemetry_frozen_past_the_node_timeout_loses_no_node(tmp_path: Path) -> None:
+    """One node, so no silence of many nodes together holds the loss off: telemetry itself
+    stops (a paused process, a stalled event loop) and the heartbeats of that time wait
+    unread in its socket. On its return it must not take its own deafness for the node's."""
+    async with busy_cluster(tmp_path, ("node-1",)) as (stack, pids):
+        telemetry = stack.children["telemetry"].process
+        assert telemetry is not None
+        os.kill(telemetry.pid, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(SILENCE_S)
+        finally:
+            os.kill(telemetry.pid, signal.SIGCONT)
+        async with await AsyncClient.connect(stack.url) as client:
+            await assert_nothing_lost(client, pids)
+        assert "stalled" in (stack.logs / "telemetry.log").read_text()
 
 
 def lost_nodes(state: State) -> list[str]:

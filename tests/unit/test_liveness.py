@@ -27,7 +27,9 @@ def test_only_nodes_silent_past_the_timeout_are_lost() -> None:
 
 
 def test_a_node_never_seen_by_this_watcher_is_not_judged() -> None:
-    assert judge(cluster("n1", "n2"), {}, now=1e9) == Silence(hearing=LISTENING)
+    assert judge(cluster("n1", "n2"), {}, now=1e9) == Silence(
+        hearing=Hearing(since=0.0, looked=1e9)
+    )
 
 
 def test_a_lost_node_is_not_lost_again_nor_counted() -> None:
@@ -43,7 +45,7 @@ def test_a_single_node_that_dies_is_lost() -> None:
 def test_off_the_bus_nobody_is_judged() -> None:
     deaf = Hearing(since=None)
     assert judge(cluster("n1", "n2", "n3"), {"n1": 0.0}, now=1e9, hearing=deaf) == Silence(
-        hearing=deaf
+        hearing=Hearing(since=None, looked=1e9)
     )
 
 
@@ -92,10 +94,39 @@ def test_every_node_gets_a_full_timeout_once_most_are_heard_again() -> None:
     # n2 is heard first; n1, just as cut off, a moment later.
     heard = judge(state, {"n1": 0.0, "n2": 12.2}, now=12.5, hearing=held.hearing)
     assert heard.lost == ()
-    assert heard.hearing == Hearing(since=12.5)
+    assert heard.hearing == Hearing(since=12.5, looked=12.5)
     # If n1 stays silent after all, it is lost one full timeout later.
-    later = judge(state, {"n1": 0.0, "n2": 22.5}, now=22.6, hearing=heard.hearing)
+    hearing = heard.hearing
+    for now in range(13, 23):  # the watcher looks every second
+        hearing = judge(state, {"n1": 0.0, "n2": now - 0.5}, now=now, hearing=hearing).hearing
+    later = judge(state, {"n1": 0.0, "n2": 22.5}, now=22.6, hearing=hearing)
     assert later.lost == ("n1",)
+
+
+def test_a_watcher_that_did_not_look_for_a_long_while_was_deaf_meanwhile() -> None:
+    """Its own event loop stalled past the timeout: the one node's heartbeats of that time
+    wait unread, and it is not lost for them."""
+    state = cluster("n1")
+    looked = judge(state, {"n1": 0.0}, now=1.0)
+    assert looked.hearing == Hearing(since=0.0, looked=1.0)
+    stalled = judge(state, {"n1": 0.0}, now=13.0, hearing=looked.hearing)
+    assert stalled.lost == ()
+    assert stalled.stalled == 12.0
+    # If it stays silent once the watcher looks again, it is lost one full timeout later.
+    hearing = stalled.hearing
+    for now in (14.0, 18.0, 22.0):
+        hearing = judge(state, {"n1": 0.0}, now=now, hearing=hearing).hearing
+    assert judge(state, {"n1": 0.0}, now=23.1, hearing=hearing).lost == ("n1",)
+
+
+def test_looks_close_together_are_no_stall() -> None:
+    state = cluster("n1")
+    hearing = LISTENING
+    for now in (5.0, 9.0, 10.5):
+        silence = judge(state, {"n1": 0.0}, now=now, hearing=hearing)
+        hearing = silence.hearing
+    assert silence.stalled == 0.0
+    assert silence.lost == ("n1",)
 
 
 node_ids = st.lists(st.sampled_from([f"n{i}" for i in range(8)]), min_size=1, unique=True)
@@ -107,8 +138,9 @@ def watches(draw: st.DrawFn) -> tuple[State, dict[str, float], Hearing, float]:
     gone = draw(st.lists(st.sampled_from(nodes), unique=True))
     seen = {n: draw(st.floats(0, 100)) for n in draw(st.lists(st.sampled_from(nodes), unique=True))}
     since = draw(st.none() | st.floats(0, 100))
-    hearing = Hearing(since=since, holding=draw(st.booleans()))
-    now = draw(st.floats(100, 200))
+    looked = draw(st.none() | st.floats(since or 0, 200))
+    hearing = Hearing(since=since, holding=draw(st.booleans()), looked=looked)
+    now = draw(st.floats(max(100, looked or 0), 200))
     return cluster(*nodes, lost=tuple(gone)), seen, hearing, now
 
 
