@@ -17,8 +17,15 @@ MAX_EVENT_BYTES: Final = 1 << 20  # the stream's max_msg_size and NATS's default
 EVENT_HEADROOM_BYTES: Final = 16 << 10  # headers (trace context, ids) and the envelope
 MAX_REQUEST_BYTES: Final = 256 << 10  # a command on allot.cmd.*
 MAX_DEPTH: Final = 32  # levels of nested arrays and objects
+SHOWN_CHARS: Final = 200  # of a value a reply repeats back
 
 _NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def shown(value: object, chars: int = SHOWN_CHARS) -> str:
+    """A value as a reply repeats it: a long one cut, so a reply never carries a megabyte."""
+    text = str(value)
+    return text if len(text) <= chars else f"{text[:chars]}… ({len(text)} characters)"
 
 
 def check_json(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH) -> None:

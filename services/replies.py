@@ -11,12 +11,15 @@ import msgspec
 from nats.aio.msg import Msg
 
 from allot.proto.commands import FieldError
-from allot.proto.limits import MAX_REQUEST_BYTES, check_json
+from allot.proto.limits import MAX_REQUEST_BYTES, check_json, shown
 
 log = logging.getLogger("allot.commands")
 _AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 Request = TypeVar("Request", bound=msgspec.Struct)
 Handler = Callable[[bytes], Awaitable[msgspec.Struct]]
+Reply = TypeVar("Reply", bound=msgspec.Struct)
+MAX_ERRORS = 100  # a reply lists at most these, and says how many more there were
+MESSAGE_CHARS = 1000  # of an error's message
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,7 +46,37 @@ async def answer(msg: Msg, handle: Handler, service: str) -> None:
 
 async def respond(msg: Msg, reply: msgspec.Struct) -> None:
     with contextlib.suppress(Exception):  # a request without a reply subject, or gone
-        await msg.respond(msgspec.json.encode(reply))
+        await msg.respond(msgspec.json.encode(bounded(reply)))
+
+
+def bounded(reply: Reply) -> Reply:
+    """``reply`` as it may be sent: the strings it repeats from the request cut (an id of
+    100 kB is refused, not echoed), and its errors cut to the first ``MAX_ERRORS``. Every
+    reply stays far below NATS's payload limit whatever the request was."""
+    cut: dict[str, object] = {
+        field: shown(value)
+        for field in reply.__struct_fields__
+        if isinstance(value := getattr(reply, field), str)
+    }
+    errors: list[FieldError] | None = getattr(reply, "errors", None)
+    if errors:
+        kept = [
+            FieldError(
+                field=shown(e.field), value=shown(e.value), message=shown(e.message, MESSAGE_CHARS)
+            )
+            for e in errors[:MAX_ERRORS]
+        ]
+        if len(errors) > MAX_ERRORS:
+            more = len(errors) - MAX_ERRORS
+            kept.append(
+                FieldError(
+                    field="errors",
+                    value=f"{len(errors)} errors",
+                    message=f"{more} more not shown: correct these and send it again",
+                )
+            )
+        cut["errors"] = kept
+    return msgspec.structs.replace(reply, **cut)
 
 
 def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:

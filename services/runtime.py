@@ -34,12 +34,17 @@ async def follow_state(
     arrived while a call ran is folded in full before the next one: a burst of events
     costs one decision, not one for each of its events. With ``tick_s``, also every
     ``tick_s`` seconds while the log is quiet: for decisions that time alone makes due
-    (aging, grace periods, runtimes). Calls never overlap."""
+    (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
+    slow to take an event) is logged; the decision is made again on the next event or tick,
+    from the log as it then is."""
     one_at_a_time = asyncio.Lock()
 
     async def caught_up() -> None:
         async with one_at_a_time:
-            await on_caught_up()
+            try:
+                await on_caught_up()
+            except Exception:
+                log.exception("acting on the log at sequence %d failed; again later", state.seq)
 
     async def tick(period: float) -> None:
         while True:

@@ -146,15 +146,15 @@ def changes_to_apply(
             changes.append(AccountChange(kind="update", path=path, settings=tree[path]))
     gone = [path for path in state.accounts if path not in tree]
     errors: list[FieldError] = []
-    busy = _busy_accounts(state)
+    busy = _busy_subtrees(state)
     for path in sorted(gone, key=_depth_first, reverse=True):
-        holding = sorted(a for a in busy if a == path or a.startswith(path + "/"))
+        holding = busy.get(path)
         if holding:
             errors.append(
                 FieldError(
                     field=f"accounts.{path}",
                     value=path,
-                    message=f"cannot remove it: pending or running jobs in {', '.join(holding)}",
+                    message=f"cannot remove it: pending or running jobs in {_some(holding)}",
                 )
             )
         else:
@@ -171,8 +171,21 @@ def changes_to_apply(
     return changes, errors
 
 
-def _busy_accounts(state: State) -> set[str]:
-    return {job.spec.account for job in state.jobs.values() if not job.status.terminal}
+def _busy_subtrees(state: State) -> dict[str, list[str]]:
+    """Path -> the accounts in its subtree (itself included) with pending or running jobs,
+    sorted: found once for every path, not by searching all of them for each."""
+    busy = {job.spec.account for job in state.jobs.values() if not job.status.terminal}
+    subtrees: dict[str, list[str]] = {}
+    for account in sorted(busy):
+        for path in ancestry(account):
+            subtrees.setdefault(path, []).append(account)
+    return subtrees
+
+
+def _some(paths: list[str], shown: int = 5) -> str:
+    """The first few of many paths, and how many more: an error need not list thousands."""
+    listed = ", ".join(paths[:shown])
+    return f"{listed} and {len(paths) - shown} more accounts" if len(paths) > shown else listed
 
 
 def _depth_first(path: str) -> tuple[int, str]:

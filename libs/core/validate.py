@@ -12,6 +12,7 @@ from allot.core.model import State
 from allot.core.topology import largest_blocks
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
 from allot.proto.events import JobSpec
+from allot.proto.limits import shown
 
 # An account is a path in the account tree: org/program/project/team, lower-case segments.
 ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,62}){0,7}$")
@@ -45,19 +46,13 @@ def is_account_path(path: str) -> bool:
     return ACCOUNT_PATTERN.match(path) is not None
 
 
-def _shown(value: object) -> str:
-    """A value as an error shows it: long ones cut, so a reply never carries a megabyte."""
-    text = str(value)
-    return text if len(text) <= 200 else f"{text[:200]}… ({len(text)} characters)"
-
-
 def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
     """Everything wrong with a submission, against the cluster and accounts ``state`` knows."""
     spec = request.spec
     errors: list[FieldError] = []
 
     def bad(field: str, value: object, message: str) -> None:
-        errors.append(FieldError(field=field, value=_shown(value), message=message))
+        errors.append(FieldError(field=field, value=shown(value), message=message))
 
     _check_account(spec, state, bad)
     _check_shape(spec, state, bad)
@@ -74,7 +69,7 @@ def spec_problems(spec: JobSpec) -> list[FieldError]:
     errors: list[FieldError] = []
 
     def bad(field: str, value: object, message: str) -> None:
-        errors.append(FieldError(field=field, value=_shown(value), message=message))
+        errors.append(FieldError(field=field, value=shown(value), message=message))
 
     if not is_account_path(spec.account):
         _bad_account_path(spec.account, bad)
@@ -242,7 +237,7 @@ def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
         return [reason_too_long(request.reason)]
     job = state.jobs.get(request.job_id)
     if job is None:
-        return [FieldError(field="job_id", value=_shown(request.job_id), message="no such job")]
+        return [FieldError(field="job_id", value=shown(request.job_id), message="no such job")]
     if job.status.terminal:
         return [
             FieldError(
@@ -254,7 +249,7 @@ def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
 
 def reason_too_long(reason: str) -> FieldError:
     return FieldError(
-        field="reason", value=_shown(reason), message=f"at most {MAX_REASON} characters"
+        field="reason", value=shown(reason), message=f"at most {MAX_REASON} characters"
     )
 
 

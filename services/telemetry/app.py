@@ -70,7 +70,10 @@ class Telemetry:
                 # return: a loss decided in the dark would be stored once the bus is back.
                 if not self.events.nc.is_connected:
                     break
-                await self._declare_lost(node_id, now)
+                try:
+                    await self._declare_lost(node_id, now)
+                except Exception as error:  # still silent at the next look: declared then
+                    log.warning("declaring node %s lost failed (%r); next look", node_id, error)
 
     def _note_connection(self, now: float) -> None:
         """Off the bus, silence is no evidence; back on it (even from an absence too short

@@ -1,5 +1,5 @@
 """Hostile requests on every command subject of a running stack: each gets one reply, no
-service stops, and a refused request appends nothing."""
+service stops, a refused request appends nothing, and no reply echoes a huge value back."""
 
 import asyncio
 import json
@@ -12,6 +12,7 @@ from tests.fault.test_hostile_input import alive
 from tests.fuzz import Fuzzer
 
 PER_SUBJECT = 300
+LARGEST_REPLY = 4096  # bytes: an error names a value; it need not repeat 100 kB of it
 SPEC = {"account": "lab/a", "gpus": 1, "command": ["true"], "name": "fuzzed"}
 REQUESTS = {
     SUBMIT: [{"spec": SPEC, "idempotency_key": "k1"}, {"spec": {**SPEC, "workers": 2}}],
@@ -51,6 +52,7 @@ async def test_every_hostile_request_is_answered_and_refusals_append_nothing(
                 continue
             reply = json.loads(msg.data)
             counts["replies"] += 1
+            counts["largest reply"] = max(counts["largest reply"], len(msg.data))
             if reply.get("errors"):
                 counts["refused"] += 1
             elif reply.get("duplicate"):
@@ -65,6 +67,7 @@ async def test_every_hostile_request_is_answered_and_refusals_append_nothing(
         counts["appended"] = sum(appended[kind] for kind in APPENDS[subject])
         print(subject, dict(counts))
         assert counts["replies"] == counts["sent"] == PER_SUBJECT
+        assert counts["largest reply"] <= LARGEST_REPLY
         assert counts["refused"] > 0
         # An accepted apply of the tree it already has appends nothing: at most one each.
         assert counts["appended"] <= counts["accepted"]

@@ -2,6 +2,7 @@ import pytest
 
 from allot.core import State, apply
 from allot.core.accounts import MAX_CHANGES, changes_to_apply, parse_duration, read_tree
+from allot.proto.commands import FieldError
 from allot.proto.events import (
     AccountDefined,
     AccountRemoved,
@@ -161,3 +162,23 @@ def test_one_apply_changes_at_most_so_many_accounts() -> None:
     assert f"at most {MAX_CHANGES}" in errors[0].message
     del tree["lab/0"]
     assert changes_to_apply(State(), tree)[1] == []
+
+
+def test_removing_a_tree_of_thousands_of_busy_accounts_is_refused_in_short_words() -> None:
+    teams = [f"lab/t{i:05d}" for i in range(10_000)]
+    state = fold(
+        AccountsApplied(meta=b.meta(), defined={p: AccountSettings() for p in ["lab", *teams]}),
+        *(b.submitted(f"j{i}", account=team) for i, team in enumerate(teams)),
+    )
+    _, errors = changes_to_apply(state, {})
+    assert len(errors) == len(teams) + 1
+    assert errors[0] == FieldError(
+        field="accounts.lab/t09999",
+        value="lab/t09999",
+        message="cannot remove it: pending or running jobs in lab/t09999",
+    )
+    assert errors[-1].field == "accounts.lab"
+    assert errors[-1].message == (
+        "cannot remove it: pending or running jobs in lab/t00000, lab/t00001, lab/t00002, "
+        "lab/t00003, lab/t00004 and 9995 more accounts"
+    )
