@@ -94,6 +94,7 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
     spec: JobSpec
     idempotency_key: str | None = None
+    by: str = ""  # the principal that submitted it, from its command's subject
 
 
 class JobRejected(JobEvent, frozen=True, kw_only=True, tag="JobRejected"):
@@ -106,6 +107,7 @@ class JobRejected(JobEvent, frozen=True, kw_only=True, tag="JobRejected"):
 
 class JobCancelRequested(JobEvent, frozen=True, kw_only=True, tag="JobCancelRequested"):
     reason: str = ""
+    by: str = ""  # the principal that asked for it, from its command's subject
 
 
 class JobCancelled(JobEvent, frozen=True, kw_only=True, tag="JobCancelled"):
@@ -305,10 +307,13 @@ class NodeLost(NodeEvent, frozen=True, kw_only=True, tag="NodeLost"):
 class NodeCordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeCordoned"):
     drain: bool = False
     reason: str = ""
+    by: str = ""  # the principal that asked for it, from its command's subject
 
 
 class NodeUncordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeUncordoned"):
     """New work may be placed on the node again."""
+
+    by: str = ""  # the principal that asked for it, from its command's subject
 
 
 class NodeDrained(NodeEvent, frozen=True, kw_only=True, tag="NodeDrained"):
@@ -333,6 +338,10 @@ class AccountSettings(
     borrowing_limit: dict[str, int] = {}  # how far beyond its quota it may borrow
     lending_limit: dict[str, int] = {}  # how much of its quota others may borrow
     max_wait_ns: int | None = None  # the longest a job should wait (R11)
+    # Who may submit to it and below (docs/adr/0015); where no account on a path names
+    # members or admins, anyone may.
+    members: list[str] = []
+    admins: list[str] = []  # members who may also cancel any job of it and below
 
 
 class AccountDefined(AccountEvent, frozen=True, kw_only=True, tag="AccountDefined"):
@@ -357,6 +366,7 @@ class AccountsApplied(Event, frozen=True, kw_only=True, tag="AccountsApplied"):
     updated: dict[str, AccountSettings] = {}
     removed: list[str] = []
     basis_seq: int = 0  # the last sequence the ledger had folded when it computed them
+    by: str = ""  # the principal that asked for it, from its command's subject
 
 
 class BudgetGranted(AccountEvent, frozen=True, kw_only=True, tag="BudgetGranted"):
@@ -367,6 +377,7 @@ class BudgetGranted(AccountEvent, frozen=True, kw_only=True, tag="BudgetGranted"
     period_ns: int
     starts_at: int
     share_ppm: int | None = None  # set when granted as a share of cluster time
+    by: str = ""  # the principal that asked for it, from its command's subject
 
 
 class BudgetExhausted(AccountEvent, frozen=True, kw_only=True, tag="BudgetExhausted"):
@@ -398,7 +409,7 @@ class EventQuarantined(Event, frozen=True, kw_only=True, tag="EventQuarantined")
 
     seq: int
     reason: str
-    by: str = ""  # who said so
+    by: str = ""  # the operator who said so
 
 
 AnyEvent = (

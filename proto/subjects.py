@@ -1,7 +1,13 @@
 """Every subject name and the stream configuration, in one place.
 
 Events live under ``allot.evt.`` in the ALLOT stream; commands (request/reply) under
-``allot.cmd.``; heartbeats and other high-rate samples under ``allot.hb.``, outside the log.
+``allot.cmd.<principal>.``; readiness under ``allot.health.``; heartbeats and other
+high-rate samples under ``allot.hb.``, outside the log.
+
+A command's subject names who sends it, and the NATS server lets each identity publish
+only under its own name and take replies only in its own inbox (``allot.bus.permissions``),
+so the subject is the proof of the sender (docs/adr/0015). An operator's commands are under
+``allot.cmd.<principal>.admin.``, which only operator identities may publish to.
 """
 
 import re
@@ -27,11 +33,14 @@ ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 PLAN_EVENTS: Final = f"{EVENTS_PREFIX}.plan.>"
 LOG_EVENTS: Final = f"{EVENTS_PREFIX}.log.>"  # what operators say about the log itself
 
-SUBMIT: Final = "allot.cmd.submit"
-CANCEL: Final = "allot.cmd.cancel"
-NODE_COMMAND: Final = "allot.cmd.node"
-ACCOUNTS_APPLY: Final = "allot.cmd.accounts.apply"
-BUDGET_GRANT: Final = "allot.cmd.budget.grant"
+COMMANDS_PREFIX: Final = "allot.cmd"
+ADMIN: Final = "admin."  # an operator's commands: ``allot.cmd.<principal>.admin.<command>``
+# Commands, as they follow the principal in a subject.
+SUBMIT: Final = "submit"
+CANCEL: Final = "cancel"
+NODE_COMMAND: Final = "admin.node"
+ACCOUNTS_APPLY: Final = "admin.accounts.apply"
+BUDGET_GRANT: Final = "admin.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"
 
 # A token of a subject: no dots, wildcards or whitespace. Job and node ids are tokens.
@@ -39,9 +48,17 @@ _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 MAX_ID = 128  # characters of a job or node id
 
 
+MAX_PRINCIPAL = 64  # characters of an identity's name
+
+
 def is_id(value: str) -> bool:
     """Whether ``value`` can be a job or node id: a subject token of at most ``MAX_ID``."""
     return len(value) <= MAX_ID and _TOKEN.match(value) is not None
+
+
+def is_principal(name: str) -> bool:
+    """Whether ``name`` can name an identity, whose commands are sent under it."""
+    return len(name) <= MAX_PRINCIPAL and _TOKEN.match(name) is not None
 
 
 class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,7 +73,31 @@ class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 def health(service: str) -> str:
     """Where a command service answers once it has read the log (readiness)."""
-    return f"allot.cmd.health.{_token(service)}"
+    return f"allot.health.{_token(service)}"
+
+
+def command(principal: str, name: str) -> str:
+    """The subject ``principal`` sends the command ``name`` on."""
+    return f"{COMMANDS_PREFIX}.{_token(principal)}.{name}"
+
+
+def from_anyone(name: str) -> str:
+    """The subject a service takes the command ``name`` on, whoever sends it."""
+    return f"{COMMANDS_PREFIX}.*.{name}"
+
+
+def sender_and_command(subject: str) -> tuple[str, str] | None:
+    """``allot.cmd.alice.admin.node`` -> ``("alice", "admin.node")``; None if not a command."""
+    prefix, _, rest = subject.partition(f"{COMMANDS_PREFIX}.")
+    principal, _, name = rest.partition(".")
+    if prefix or not name or not _TOKEN.match(principal):
+        return None
+    return principal, name
+
+
+def inbox_prefix(principal: str) -> str:
+    """Where ``principal`` takes its replies; nobody else may subscribe there."""
+    return f"_INBOX_{_token(principal)}"
 
 
 def heartbeat(node_id: str) -> str:

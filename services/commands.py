@@ -16,6 +16,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from allot.proto.subjects import from_anyone, sender_and_command
 from allot.services.replies import Handler, Refusal, answer, refusal, respond
 from allot.services.runtime import Clock
 
@@ -40,10 +41,13 @@ class CommandQueue:
         self._waiting: asyncio.Queue[tuple[Msg, float]] = asyncio.Queue(max_waiting)
 
     async def subscribe(self, nc: NATS, handlers: Mapping[str, Handler]) -> list[Subscription]:
-        """Take requests on each subject of ``handlers`` (shared by the service's
-        instances, each request going to one of them)."""
+        """Take each command of ``handlers`` (by its name: ``admin.budget.grant``), whoever
+        sends it (the service's instances share them, each request going to one)."""
         self._handlers |= handlers
-        return [await nc.subscribe(s, queue=self.service, cb=self._arrived) for s in handlers]
+        return [
+            await nc.subscribe(from_anyone(name), queue=self.service, cb=self._arrived)
+            for name in handlers
+        ]
 
     async def serve(self) -> None:
         while True:
@@ -52,7 +56,8 @@ class CommandQueue:
             if waited_s > self.max_wait_s:
                 await respond(msg, _given_up(waited_s))
             else:
-                await answer(msg, self._handlers[msg.subject], self.service)
+                _, name = sender_and_command(msg.subject) or ("", "")
+                await answer(msg, self._handlers[name], self.service)
 
     async def _arrived(self, msg: Msg) -> None:
         try:

@@ -12,11 +12,12 @@ from nats.aio.msg import Msg
 
 from allot.proto.commands import FieldError
 from allot.proto.limits import MAX_REQUEST_BYTES, check_json, shown
+from allot.proto.subjects import ADMIN, inbox_prefix, sender_and_command
 
 log = logging.getLogger("allot.commands")
 _AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 Request = TypeVar("Request", bound=msgspec.Struct)
-Handler = Callable[[bytes], Awaitable[msgspec.Struct]]
+Handler = Callable[[bytes, "Sender"], Awaitable[msgspec.Struct]]
 Reply = TypeVar("Reply", bound=msgspec.Struct)
 MAX_ERRORS = 100  # a reply lists at most these, and says how many more there were
 MESSAGE_CHARS = 1000  # of an error's message
@@ -29,15 +30,43 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError]
 
 
+class Sender(msgspec.Struct, frozen=True, kw_only=True):
+    """Who sent a command, as its subject says: the server lets an identity send only under
+    its own name, and ``admin.`` commands only if it is an operator."""
+
+    principal: str
+    command: str  # without ``admin.``
+    operator: bool
+
+
+def sender_of(msg: Msg) -> Sender | None:
+    """The sender of a command, or None for a message that is no request of its sender:
+    one whose replies would go anywhere but the sender's own inbox. A service that answered
+    it would publish with its own rights where the sender may not: onto the log, say, or as
+    another user's request (a stream consumer can deliver onto any subject)."""
+    parsed = sender_and_command(msg.subject)
+    if parsed is None or not msg.reply.startswith(inbox_prefix(parsed[0]) + "."):
+        return None
+    principal, name = parsed
+    operator = name.startswith(ADMIN)
+    return Sender(principal=principal, command=name.removeprefix(ADMIN), operator=operator)
+
+
 def refusal(field: str, value: str, message: str) -> Refusal:
     return Refusal(errors=[FieldError(field=field, value=value, message=message)])
 
 
 async def answer(msg: Msg, handle: Handler, service: str) -> None:
     """Reply to ``msg`` with what ``handle`` makes of it; a handler that raises is logged
-    and answered with the error, so no request goes unanswered or stops the service."""
+    and answered with the error, so no request goes unanswered or stops the service. A
+    message that is no request of its sender (``sender_of``) is dropped unanswered."""
+    sender = sender_of(msg)
+    if sender is None:
+        log.warning("dropped a message on %s: its reply subject is not its sender's inbox",
+                    shown(msg.subject, 300))  # fmt: skip
+        return
     try:
-        reply = await handle(msg.data)
+        reply = await handle(msg.data, sender)
     except Exception as error:
         log.exception("%s failed on a request to %s", service, msg.subject)
         reply = refusal("request", "", f"the {service} failed on it: {error!r}")

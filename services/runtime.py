@@ -16,6 +16,7 @@ from typing import Any
 import allot.core
 import allot.proto
 from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.identity import IdentityError, load
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Meta
@@ -131,19 +132,32 @@ def run_service(
 ) -> None:
     """Parse arguments, connect, run ``serve`` until SIGTERM/SIGINT, then close cleanly."""
     nats_url_argument(parser)
+    parser.add_argument(
+        "--identity",
+        type=Path,
+        default=os.environ.get("ALLOT_IDENTITY"),
+        help="the NATS identity file to connect as (default: $ALLOT_IDENTITY; none: a "
+        "server without authorization)",
+    )
     args = parser.parse_args()
     logging.basicConfig(
         level=os.environ.get("ALLOT_LOG_LEVEL", "INFO"),
         format=f"%(asctime)s {name} %(levelname)s %(message)s",
     )
 
+    try:
+        identity = load(args.identity) if args.identity else None
+    except IdentityError as error:
+        parser.exit(2, f"{parser.prog}: {error}\n")
+
     async def main() -> None:
-        events = await EventLog.connect(args.nats_url, name=f"allot-{name}")
+        events = await EventLog.connect(args.nats_url, name=f"allot-{name}", identity=identity)
         task = asyncio.create_task(serve(args, events))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        log.info("started, NATS at %s", redacted(args.nats_url))
+        who = f" as {identity.name}" if identity else ""
+        log.info("started, NATS at %s%s", redacted(args.nats_url), who)
         with contextlib.suppress(asyncio.CancelledError):
             await task
         with contextlib.suppress(Exception):

@@ -42,5 +42,5 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
 
 @pytest.fixture
 async def client(stack: Stack) -> AsyncIterator[AsyncClient]:
-    async with await AsyncClient.connect(stack.url) as c:
+    async with await stack.client() as c:
         yield c

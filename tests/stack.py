@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from allot.client import AsyncClient
+from allot.client.stack import Stack
 from allot.core import JobStatus, State
 
 
@@ -49,11 +50,18 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def cli(url: str, *args: str) -> "subprocess.CompletedProcess[str]":
-    """Run the ``allot`` command line against the stack at ``url``."""
+def cli(
+    stack: Stack | str, *args: str, identity: Path | None = None
+) -> "subprocess.CompletedProcess[str]":
+    """Run the ``allot`` command line against ``stack`` (or the NATS URL of one), as its
+    operator unless ``identity`` says who else."""
+    env = {**os.environ, "ALLOT_NATS_URL": stack if isinstance(stack, str) else stack.url}
+    identity = identity or (None if isinstance(stack, str) else stack.operator)
+    if identity is not None:
+        env["ALLOT_IDENTITY"] = str(identity)
     return subprocess.run(
         [sys.executable, "-m", "allot.client.cli", *args],
-        env={**os.environ, "ALLOT_NATS_URL": url},
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,

@@ -23,6 +23,7 @@ from nats.js.errors import APIError, NotFoundError
 
 from allot.bus import tracing
 from allot.bus.codec import decode, encode
+from allot.bus.identity import Identity, connect_options
 from allot.bus.urls import redacted
 from allot.proto.events import Event, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
@@ -82,13 +83,18 @@ class EventLog:
         self.settings = settings or StreamSettings()
 
     @classmethod
-    async def connect(cls, url: str, *, name: str = "allot") -> "EventLog":
+    async def connect(
+        cls, url: str, *, name: str = "allot", identity: Identity | None = None
+    ) -> "EventLog":
+        """Connect as ``identity`` (None: to a server without authorization, as ``name``)."""
+        principal = identity.name if identity is not None else name
         nc = await nats.connect(
             url,
             name=name,
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             **_quiet_callbacks(),
+            **connect_options(principal, identity),
         )
         log = cls(nc)
         await log.ensure_stream()

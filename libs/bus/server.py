@@ -5,6 +5,7 @@ its children: that they die with it, and a backoff for those that crash-loop."""
 import asyncio
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import shutil
@@ -15,8 +16,12 @@ import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nats
+
+from allot.bus.identity import Keyring, connect_options
+from allot.bus.permissions import server_config
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -96,11 +101,15 @@ class EmbeddedNats:
         host: str = "127.0.0.1",
         port: int | None = None,
         restart: Backoff | None = None,
+        keyring: Keyring | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port or free_port(host)
         self.restart = restart
+        # With a keyring, only its identities may connect, each with its permissions;
+        # without, anyone may, and do anything.
+        self.keyring = keyring
         self._process: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -112,6 +121,42 @@ class EmbeddedNats:
     def log_path(self) -> Path:
         return self.data_dir / "nats-server.log"
 
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / "nats-server.conf"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.data_dir / "nats-server.pid"
+
+    def write_config(self) -> None:
+        """The server's config, admitting every identity of the keyring as it is now."""
+        assert self.keyring is not None
+        config = server_config(
+            self.keyring.all(),
+            host=self.host,
+            port=self.port,
+            store_dir=str(self.data_dir / "jetstream"),
+            pid_file=str(self.pid_path),
+        )
+        partial = self.config_path.with_suffix(".partial")
+        partial.write_text(config)
+        partial.chmod(0o600)
+        partial.replace(self.config_path)
+
+    @classmethod
+    def running_in(cls, data_dir: Path, keyring: Keyring) -> "EmbeddedNats":
+        """The server another process started in ``data_dir``, as its config says; for
+        ``reload``. Raises OSError or ValueError if there is none."""
+        config = json.loads((Path(data_dir) / "nats-server.conf").read_text())
+        return cls(data_dir, host=config["host"], port=int(config["port"]), keyring=keyring)
+
+    def reload(self) -> None:
+        """Admit the keyring as it is now, from this or any other process: the server
+        rereads its config on SIGHUP, and keeps the connections it has."""
+        self.write_config()
+        os.kill(int(self.pid_path.read_text().strip()), signal.SIGHUP)
+
     async def start(self, timeout: float = 15.0) -> "EmbeddedNats":
         await self._spawn()
         await self._wait_ready(timeout)
@@ -121,16 +166,16 @@ class EmbeddedNats:
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.keyring is not None:
+            self.write_config()
+            where = ["-c", str(self.config_path)]
+        else:
+            where = ["-js", "-sd", str(self.data_dir / "jetstream"), "-a", self.host]
+            where += ["-p", str(self.port)]
         with open(self.log_path, "ab") as out:
             self._process = await asyncio.create_subprocess_exec(
                 nats_server_binary(),
-                "-js",
-                "-sd",
-                str(self.data_dir / "jetstream"),
-                "-a",
-                self.host,
-                "-p",
-                str(self.port),
+                *where,
                 stdout=out,
                 stderr=out,
                 process_group=0,  # a Ctrl-C is for the parent, which decides when this stops
@@ -167,7 +212,11 @@ class EmbeddedNats:
                 _, writer = await asyncio.open_connection(self.host, self.port)
                 writer.close()
                 nc = await nats.connect(
-                    self.url, connect_timeout=1, max_reconnect_attempts=0, error_cb=_quiet
+                    self.url,
+                    connect_timeout=1,
+                    max_reconnect_attempts=0,
+                    error_cb=_quiet,
+                    **self._probe_options(),
                 )
                 try:
                     await nc.jetstream().account_info()
@@ -180,6 +229,12 @@ class EmbeddedNats:
                         f"nats-server on {self.url} not ready in {timeout}s"
                     ) from None
                 await asyncio.sleep(0.05)
+
+    def _probe_options(self) -> dict[str, Any]:
+        """Connecting to see that the server is up: as an operator, where one is needed."""
+        identities = self.keyring.all() if self.keyring is not None else []
+        operator = next((i for i in identities if i.operator), None)
+        return {} if operator is None else connect_options(operator.name, operator)
 
     async def stop(self) -> None:
         supervisor, self._supervisor = self._supervisor, None

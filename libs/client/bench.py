@@ -32,7 +32,7 @@ async def bench(args: argparse.Namespace) -> int:
         stack = Stack(Path(tmp), [NodeShape(node_id="node-1", gpus=8)], restart=False)
         await stack.start()
         try:
-            async with await AsyncClient.connect(stack.url) as client:
+            async with await stack.client() as client:
                 latency = await submit_to_start(client, args.jobs)
                 throughput = await intake_throughput(client, args.burst, args.concurrency)
         finally:

@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 
+from allot.bus.identity import Identity, IdentityError, Keyring, load
+from allot.bus.server import EmbeddedNats
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
@@ -56,8 +58,22 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(text)
 
 
+def local_operator() -> Identity | None:
+    """The operator's identity of the ``allot up`` running here, if this user can read it
+    (whoever can read its files is its operator); None if it runs without identities."""
+    with contextlib.suppress(FileNotFoundError, ValueError, KeyError, TypeError):
+        path = json.loads(current_file().read_text())["identity"]
+        return load(Path(path)) if path else None
+    return None
+
+
 async def connect(args: argparse.Namespace) -> AsyncClient:
-    return await AsyncClient.connect(resolve_nats_url(args.nats_url))
+    """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator."""
+    identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
+    try:
+        return await AsyncClient.connect(resolve_nats_url(args.nats_url), identity)
+    except IdentityError as error:
+        raise SystemExit(f"allot: {error}") from None
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -321,6 +337,36 @@ def print_record(args: argparse.Namespace, record: Any) -> None:
     print(f"{record.seq:>6} {at} {record.type:<18} {summary}", flush=True)
 
 
+async def cmd_users_add(args: argparse.Namespace) -> int:
+    """A new identity in the keyring of the ``allot up`` running here, admitted at once."""
+    try:
+        data_dir = Path(json.loads(current_file().read_text())["data_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        print("allot: no `allot up` runs here (users are added on its machine)", file=sys.stderr)
+        return 2
+    try:
+        server = EmbeddedNats.running_in(data_dir / "nats", Keyring(data_dir / "identities"))
+    except (OSError, ValueError, KeyError):
+        print("allot: this `allot up` runs --insecure: it has no identities", file=sys.stderr)
+        return 2
+    assert server.keyring is not None
+    try:
+        path = server.keyring.add(args.name, "operator" if args.admin else "user")
+        server.reload()
+    except (IdentityError, OSError, ValueError) as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
+    role = "an operator" if args.admin else "a user"
+    emit(
+        args,
+        {"name": args.name, "identity": str(path), "operator": args.admin},
+        f"{args.name} is {role}; its identity (keep it private, give it to them): {path}\n"
+        f"They run the CLI with ALLOT_IDENTITY={path}. To let them submit, name them in an\n"
+        f'account\'s members (or admins) and apply the tree: members = ["{args.name}"].',
+    )
+    return 0
+
+
 async def cmd_up(args: argparse.Namespace) -> int:
     from allot.client.up import up
 
@@ -396,6 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--demo", action="store_true", help="submit a few small jobs once up")
     up.add_argument(
         "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
+    )
+    up.add_argument(
+        "--insecure",
+        action="store_true",
+        help="no identities: anyone who reaches NATS may connect and do anything",
     )
 
     submit = add(
@@ -487,6 +538,19 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("file", help='a TOML file of [accounts."PATH"] tables')
     show = accounts_sub.add_parser("show", parents=[common], help="the account tree")
     show.set_defaults(handler=cmd_accounts_show)
+
+    users_cmd = commands.add_parser("users", help="the identities that may connect")
+    users_sub = users_cmd.add_subparsers(dest="users_command", required=True)
+    add_user = users_sub.add_parser(
+        "add",
+        parents=[common],
+        help="make an identity for a person, and let it connect to the running `allot up`",
+    )
+    add_user.set_defaults(handler=cmd_users_add)
+    add_user.add_argument("name", help="the principal its commands are sent as, e.g. alice")
+    add_user.add_argument(
+        "--admin", action="store_true", help="an operator: may do anything (apply, grant, drain)"
+    )
 
     budget_cmd = commands.add_parser("budget", help="budgets of GPU time and fair share")
     budget_sub = budget_cmd.add_subparsers(dest="budget_command", required=True)

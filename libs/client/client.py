@@ -7,16 +7,22 @@ the cluster are the log folded by ``allot.core``, exactly as the services fold i
 
 import asyncio
 import contextlib
+import getpass
+import os
+import re
 import uuid
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 import nats
+from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from allot.bus.eventlog import EventLog, Record
+from allot.bus.identity import Identity, connect_options, load
 from allot.core import JobRecord, State, apply_record, refold
 from allot.proto.commands import (
     AccountsApplyReply,
@@ -34,10 +40,13 @@ from allot.proto.commands import (
 from allot.proto.events import JobSpec
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
+    ADMIN,
     BUDGET_GRANT,
     CANCEL,
+    MAX_PRINCIPAL,
     NODE_COMMAND,
     SUBMIT,
+    command,
     health,
 )
 
@@ -53,13 +62,38 @@ class CommandError(Exception):
 
 
 class AsyncClient:
-    def __init__(self, events: EventLog):
+    """Commands are sent as ``principal``; an operator's under ``admin.`` (docs/adr/0015)."""
+
+    def __init__(self, events: EventLog, principal: str, operator: bool):
         self.events = events
+        self.principal = principal
+        self.operator = operator
+        self._denied: dict[str, asyncio.Event] = {}  # subjects the server refused us
 
     @classmethod
-    async def connect(cls, url: str) -> "AsyncClient":
-        nc = await nats.connect(url, name="allot-client", max_reconnect_attempts=3)
-        return cls(EventLog(nc))
+    async def connect(cls, url: str, identity: Identity | None = None) -> "AsyncClient":
+        """Connect as ``identity``, else as the one ``$ALLOT_IDENTITY`` names, else (to a
+        server without authorization) as the local user, who may then do anything."""
+        if identity is None and os.environ.get("ALLOT_IDENTITY"):
+            identity = load(Path(os.environ["ALLOT_IDENTITY"]))
+        principal = identity.name if identity is not None else local_principal()
+        denied: dict[str, asyncio.Event] = {}
+
+        async def on_error(error: Exception) -> None:
+            refused = _PUBLISH_REFUSED.search(str(error))
+            if refused:
+                denied.setdefault(refused[1], asyncio.Event()).set()
+
+        nc = await nats.connect(
+            url,
+            name="allot-client",
+            max_reconnect_attempts=3,
+            error_cb=on_error,
+            **connect_options(principal, identity),
+        )
+        client = cls(EventLog(nc), principal, identity.operator if identity else True)
+        client._denied = denied
+        return client
 
     async def close(self) -> None:
         await self.events.close()
@@ -133,12 +167,20 @@ class AsyncClient:
                         raise TimeoutError(f"nothing answered on {subject}") from None
                     await asyncio.sleep(0.1)
 
+    def subject(self, name: str) -> str:
+        """The subject this client sends the command ``name`` on: a command anyone may send
+        goes as an operator's where this client is one."""
+        if self.operator and not name.startswith(ADMIN):
+            name = ADMIN + name
+        return command(self.principal, name)
+
     async def _request(
-        self, subject: str, payload: bytes, reply_type: type[R], timeout: float, attempts: int
+        self, name: str, payload: bytes, reply_type: type[R], timeout: float, attempts: int
     ) -> R:
+        subject = self.subject(name)
         for attempt in range(attempts):
             try:
-                msg = await self.events.nc.request(subject, payload, timeout=timeout)
+                msg = await self._request_once(subject, payload, timeout)
             except (NoRespondersError, NatsTimeout):
                 if attempt == attempts - 1:
                     raise
@@ -151,6 +193,22 @@ class AsyncClient:
                 continue
             return reply
         raise AssertionError("unreachable")
+
+    async def _request_once(self, subject: str, payload: bytes, timeout: float) -> Msg:
+        """One request, or the server's refusal to let this identity send it (it says so
+        only to the error callback: the request itself would just go unanswered)."""
+        denied = self._denied.setdefault(subject.lower(), asyncio.Event())
+        denied.clear()
+        request = asyncio.ensure_future(self.events.nc.request(subject, payload, timeout=timeout))
+        refusal = asyncio.ensure_future(denied.wait())
+        try:
+            done, _ = await asyncio.wait({request, refusal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # whatever ends the wait, neither is left running
+            refusal.cancel()
+            request.cancel()
+        if request not in done:
+            raise CommandError([_not_allowed(self.principal, subject)])
+        return request.result()
 
     async def state(self) -> State:
         """The whole log, folded."""
@@ -185,6 +243,26 @@ class AsyncClient:
     async def tail(self, count: int) -> list[Record]:
         last = await self.events.last_seq()
         return await self.events.read(max(1, last - count + 1), last)
+
+
+# nats-py writes the server's -ERR in lower case: 'permissions violation for publish to "…"'.
+_PUBLISH_REFUSED = re.compile(r'permissions violation for publish to "([^"]+)"')
+
+
+def _not_allowed(principal: str, subject: str) -> FieldError:
+    name = subject.split(".", 3)[-1]
+    return FieldError(
+        field="principal",
+        value=principal,
+        message=f"the NATS server does not let {principal} send {name}: it takes an operator "
+        "identity (`allot users add NAME --admin`)",
+    )
+
+
+def local_principal() -> str:
+    """Who the local user is, as a principal: for a server without authorization."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", getpass.getuser())[:MAX_PRINCIPAL]
+    return name or "anonymous"
 
 
 def _retryable(errors: list[FieldError]) -> bool:

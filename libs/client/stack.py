@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from allot.bus.identity import SERVICES, Identity, Keyring, load
 from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent
 from allot.client.client import AsyncClient
 
@@ -32,6 +33,7 @@ class NodeShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 NODES_PER_RACK = 4
+OPERATOR = "admin"  # the identity `allot up` makes for its operator's CLI
 
 
 def parse_nodes(text: str) -> list[NodeShape]:
@@ -94,6 +96,7 @@ class Stack:
         stop_grace_s: float = 10.0,
         accounting_interval_s: float = 60.0,
         restart: bool = True,
+        secure: bool = True,
     ):
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
@@ -103,7 +106,12 @@ class Stack:
         self.accounting_interval_s = accounting_interval_s
         self.restart = restart
         self.backoff = Backoff()
-        self.nats = EmbeddedNats(self.data_dir / "nats", restart=self.backoff if restart else None)
+        # Secure: every process connects as an identity of its own, with only the rights its
+        # work needs (docs/adr/0015); else anyone may connect and do anything.
+        self.keyring = Keyring(self.data_dir / "identities") if secure else None
+        self.nats = EmbeddedNats(
+            self.data_dir / "nats", restart=self.backoff if restart else None, keyring=self.keyring
+        )
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -111,6 +119,18 @@ class Stack:
     @property
     def url(self) -> str:
         return self.nats.url
+
+    @property
+    def operator(self) -> Path | None:
+        """The operator's identity file (for the CLI: ``ALLOT_IDENTITY``); None if not secure."""
+        return self.keyring.path(OPERATOR) if self.keyring is not None else None
+
+    def operator_identity(self) -> Identity | None:
+        return load(self.operator) if self.operator is not None else None
+
+    async def client(self) -> AsyncClient:
+        """A client of this stack, as its operator."""
+        return await AsyncClient.connect(self.url, self.operator_identity())
 
     @property
     def logs(self) -> Path:
@@ -129,6 +149,12 @@ class Stack:
 
     async def _start(self, timeout: float) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
+        if self.keyring is not None:
+            self.keyring.ensure(OPERATOR, "operator")
+            for service in SERVICES:
+                self.keyring.ensure(service, service)
+            for node in self.nodes:
+                self.keyring.ensure(node.node_id, "node", node.node_id)
         await self.nats.start()
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
@@ -170,6 +196,8 @@ class Stack:
 
     def _add(self, name: str, args: list[str], module: str | None = None) -> None:
         argv = [sys.executable, "-m", f"allot.services.{module or name}", "--nats-url", self.url]
+        if self.keyring is not None:
+            argv += ["--identity", str(self.keyring.path(name))]
         self.children[name] = Child(name, argv + args, self.logs / f"{name}.log")
 
     async def _spawn(self, child: Child) -> None:
@@ -209,7 +237,7 @@ class Stack:
         return self.restart and child.supervised and not self._stopping
 
     async def _wait_ready(self, timeout: float) -> None:
-        async with asyncio.timeout(timeout), await AsyncClient.connect(self.url) as client:
+        async with asyncio.timeout(timeout), await self.client() as client:
             await client.ready(timeout)
             wanted = {n.node_id for n in self.nodes}
             async with contextlib.aclosing(client.states()) as states:

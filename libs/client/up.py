@@ -74,7 +74,7 @@ async def up(args: argparse.Namespace) -> int:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     data_dir = args.data_dir or allot_home() / "data"
-    stack = Stack(data_dir, nodes, node_timeout_s=args.node_timeout)
+    stack = Stack(data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure)
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None
     loop = asyncio.get_running_loop()
@@ -83,13 +83,18 @@ async def up(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stopped.set)
     await stack.start()  # stops whatever it started if it fails
     try:
-        where = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "pid": os.getpid()}
+        where = {
+            "nats_url": stack.url,
+            "data_dir": str(stack.data_dir),
+            "pid": os.getpid(),
+            "identity": str(stack.operator) if stack.operator else None,
+        }
         current_file().parent.mkdir(parents=True, exist_ok=True)
         current_file().write_text(json.dumps(where))
         announce(args, stack)
         if args.demo:
             largest = max(n.gpus for n in stack.nodes)
-            demo = submit_demo(stack.url, largest, len(stack.nodes), as_json=args.json)
+            demo = submit_demo(stack, largest, as_json=args.json)
             demo_task = asyncio.create_task(demo)
         await stopped.wait()
     finally:
@@ -116,6 +121,10 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"  NATS      {stack.url}   (export ALLOT_NATS_URL={stack.url})\n"
         f"  data      {stack.data_dir}\n"
         f"  logs      {stack.logs}\n"
+        f"  identity  {stack.operator or 'none: --insecure, anyone may do anything'}"
+        f"   (this CLI's, as operator)\n"
+        f"Users: allot users add NAME [--admin] makes an identity; name it in an account's\n"
+        f"     members (allot accounts apply) and run the CLI with ALLOT_IDENTITY=its file.\n"
         f"Try: allot submit --gpus 1 --account demo --wait -- python -c 'print(42)'\n"
         f"     allot status | allot queue | allot nodes | allot log tail\n"
         f"Ctrl-C stops everything.",
@@ -123,9 +132,10 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
     )
 
 
-async def submit_demo(url: str, largest_node: int, nodes: int, as_json: bool) -> None:
+async def submit_demo(stack: Stack, largest_node: int, as_json: bool) -> None:
     """A small mixed workload; jobs asking for more than the largest node get that node."""
-    async with await AsyncClient.connect(url) as client:
+    nodes = len(stack.nodes)
+    async with await stack.client() as client:
         await client.apply_accounts(DEMO_ACCOUNTS)
         for name, account, asked, code in DEMO_JOBS:
             gpus = min(asked, largest_node)

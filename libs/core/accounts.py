@@ -17,6 +17,7 @@ from allot.core.model import State
 from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.commands import FieldError
 from allot.proto.events import AccountSettings
+from allot.proto.subjects import MAX_PRINCIPAL, is_principal
 
 RESOURCE = re.compile(r"^(gpu(:[A-Za-z0-9_.-]{1,64})?|cpu|memory_mib)$")
 MAX_WEIGHT: Final = 1_000_000  # a relative share: a million to one is far beyond any tree
@@ -27,6 +28,7 @@ MAX_WAIT_NS: Final = 365 * 86400 * 10**9  # a year: a longer wait target is a ty
 # settings, ~80 with a weight, a quota and a wait: this many stay below the event limit. The
 # ledger also measures the event, for longer paths and more settings than that.
 MAX_CHANGES: Final = 10_000
+MAX_MEMBERS: Final = 1_000  # names in an account's members, and in its admins
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
 _NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -126,6 +128,18 @@ def settings_problems(settings: AccountSettings) -> Iterator[tuple[str, object, 
                 )
             elif not 0 <= amount <= MAX_AMOUNT:
                 yield f"{name}.{resource}", amount, f"a whole number from 0 to {MAX_AMOUNT}"
+    for name in ("members", "admins"):
+        principals: list[str] = getattr(settings, name)
+        if len(principals) > MAX_MEMBERS:
+            yield name, f"{len(principals)} names", f"at most {MAX_MEMBERS}"
+            continue
+        for principal in principals:
+            if not is_principal(principal):
+                yield (
+                    name,
+                    principal[:100],
+                    f"identity names: 1 to {MAX_PRINCIPAL} letters, digits, '_' or '-'",
+                )
     if settings.max_wait_ns is not None and not 0 < settings.max_wait_ns <= MAX_WAIT_NS:
         wait_s = settings.max_wait_ns // 10**9
         yield "max_wait", f"{wait_s}s", "a positive duration of at most 365d"
@@ -150,11 +164,12 @@ def changes_to_apply(
     for path in sorted(gone, key=_depth_first, reverse=True):
         holding = busy.get(path)
         if holding:
+            holders = first_few(holding, "more accounts")
             errors.append(
                 FieldError(
                     field=f"accounts.{path}",
                     value=path,
-                    message=f"cannot remove it: pending or running jobs in {_some(holding)}",
+                    message=f"cannot remove it: pending or running jobs in {holders}",
                 )
             )
         else:
@@ -182,10 +197,10 @@ def _busy_subtrees(state: State) -> dict[str, list[str]]:
     return subtrees
 
 
-def _some(paths: list[str], shown: int = 5) -> str:
-    """The first few of many paths, and how many more: an error need not list thousands."""
-    listed = ", ".join(paths[:shown])
-    return f"{listed} and {len(paths) - shown} more accounts" if len(paths) > shown else listed
+def first_few(names: list[str], more: str = "more", shown: int = 5) -> str:
+    """The first few of many names, and how many more: an error need not list thousands."""
+    listed = ", ".join(names[:shown])
+    return f"{listed} and {len(names) - shown} {more}" if len(names) > shown else listed
 
 
 def _depth_first(path: str) -> tuple[int, str]:

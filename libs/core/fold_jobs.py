@@ -109,6 +109,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         submitted_at=e.meta.at,
         queued_at=e.meta.at,
         idempotency_key=e.idempotency_key,
+        submitted_by=e.by,
     )
     state.enqueue(state.jobs[e.job_id])
     if e.spec.account not in state.job_accounts:

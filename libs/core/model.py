@@ -51,6 +51,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     submitted_at: int
     queued_at: int  # when it last began to wait: its submission, or its latest requeue
     idempotency_key: str | None = None
+    submitted_by: str = ""  # the principal; "" for a job submitted without identities
     # Node id -> the GPUs this attempt holds there, in node-rank order (a gang spans several).
     placements: dict[str, list[int]] = {}
     started_on: dict[str, int] = {}  # node id -> pid of this attempt's process there

@@ -27,6 +27,7 @@ from allot.core import (
     validate_cancel,
     validate_submission,
 )
+from allot.core.authz import cancel_refusal, submit_refusal
 from allot.proto.commands import (
     CancelReply,
     CancelRequest,
@@ -44,8 +45,8 @@ from allot.proto.events import (
     NodeEvent,
     NodeUncordoned,
 )
-from allot.proto.subjects import CANCEL, NODE_COMMAND, SUBMIT, health
-from allot.services.replies import answer, decode_request, not_stored
+from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT, from_anyone, health
+from allot.services.replies import Sender, answer, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.intake")
@@ -85,12 +86,20 @@ class Intake:
         if self._subscriptions:
             return
         nc = self.events.nc
+        handlers = {
+            SUBMIT: self._on_submit,
+            ADMIN + SUBMIT: self._on_submit,
+            CANCEL: self._on_cancel,
+            ADMIN + CANCEL: self._on_cancel,
+            NODE_COMMAND: self._on_node_command,
+        }
         self._subscriptions = [
-            await nc.subscribe(SUBMIT, queue=QUEUE_GROUP, cb=self._on_submit),
-            await nc.subscribe(CANCEL, queue=QUEUE_GROUP, cb=self._on_cancel),
-            await nc.subscribe(NODE_COMMAND, queue=QUEUE_GROUP, cb=self._on_node_command),
-            await nc.subscribe(health("intake"), queue=QUEUE_GROUP, cb=self._on_health),
+            await nc.subscribe(from_anyone(name), queue=QUEUE_GROUP, cb=handler)
+            for name, handler in handlers.items()
         ]
+        self._subscriptions.append(
+            await nc.subscribe(health("intake"), queue=QUEUE_GROUP, cb=self._on_health)
+        )
         log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
     async def _on_health(self, msg: Msg) -> None:
@@ -115,13 +124,13 @@ class Intake:
     async def _on_cancel(self, msg: Msg) -> None:
         await answer(msg, self.cancel, "intake")
 
-    async def submit(self, payload: bytes) -> SubmitReply:
+    async def submit(self, payload: bytes, sender: Sender) -> SubmitReply:
         request = decode_request(payload, SubmitRequest)
         if isinstance(request, FieldError):
             return SubmitReply(errors=[request])
-        errors = validate_submission(request, self.state)
+        errors = self._submission_problems(request, sender)
         if errors and await self._caught_up():
-            errors = validate_submission(request, self.state)
+            errors = self._submission_problems(request, sender)
         known, key_errors = known_submission(request, self.state)
         if errors or key_errors:
             return SubmitReply(errors=errors + key_errors)
@@ -136,7 +145,11 @@ class Intake:
         if in_flight != spec:
             return SubmitReply(errors=[key_reused(key or "", job_id)])
         event = JobSubmitted(
-            meta=stamp("intake", self.clock), job_id=job_id, spec=spec, idempotency_key=key
+            meta=stamp("intake", self.clock),
+            job_id=job_id,
+            spec=spec,
+            idempotency_key=key,
+            by=sender.principal,
         )
         try:
             appended = await self.events.append(event, msg_id=f"submit:{job_id}")
@@ -146,17 +159,26 @@ class Intake:
             return SubmitReply(errors=[not_stored(error)])
         return SubmitReply(job_id=job_id, seq=appended.seq, duplicate=appended.duplicate)
 
-    async def cancel(self, payload: bytes) -> CancelReply:
+    def _submission_problems(self, request: SubmitRequest, sender: Sender) -> list[FieldError]:
+        errors = validate_submission(request, self.state)
+        account = request.spec.account
+        refused = submit_refusal(self.state, sender.principal, sender.operator, account)
+        return errors + ([refused] if refused else [])
+
+    async def cancel(self, payload: bytes, sender: Sender) -> CancelReply:
         request = decode_request(payload, CancelRequest)
         if isinstance(request, FieldError):
             return CancelReply(job_id="", errors=[request])
-        errors = validate_cancel(request, self.state)
+        errors = self._cancel_problems(request, sender)
         if errors and await self._caught_up():
-            errors = validate_cancel(request, self.state)
+            errors = self._cancel_problems(request, sender)
         if errors:
             return CancelReply(job_id=request.job_id, errors=errors)
         event = JobCancelRequested(
-            meta=stamp("intake", self.clock), job_id=request.job_id, reason=request.reason
+            meta=stamp("intake", self.clock),
+            job_id=request.job_id,
+            reason=request.reason,
+            by=sender.principal,
         )
         try:
             appended = await self.events.append(event, msg_id=f"cancel:{request.job_id}")
@@ -164,6 +186,14 @@ class Intake:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])
         return CancelReply(job_id=request.job_id, seq=appended.seq)
+
+    def _cancel_problems(self, request: CancelRequest, sender: Sender) -> list[FieldError]:
+        errors = validate_cancel(request, self.state)
+        if errors:
+            return errors
+        job = self.state.jobs[request.job_id]
+        refused = cancel_refusal(self.state, sender.principal, sender.operator, job)
+        return [refused] if refused else []
 
     async def _caught_up(self) -> bool:
         """Before refusing a command, fold what the log already holds: the command may
@@ -184,7 +214,7 @@ class Intake:
     async def _on_node_command(self, msg: Msg) -> None:
         await answer(msg, self.node_command, "intake")
 
-    async def node_command(self, payload: bytes) -> NodeCommandReply:
+    async def node_command(self, payload: bytes, sender: Sender) -> NodeCommandReply:
         """Cordon (and maybe drain) or uncordon a node the log knows."""
         request = decode_request(payload, NodeCommandRequest)
         if isinstance(request, FieldError):
@@ -203,10 +233,14 @@ class Intake:
         event: NodeEvent
         if request.action == "cordon":
             event = NodeCordoned(
-                meta=meta, node_id=request.node_id, drain=request.drain, reason=request.reason
+                meta=meta,
+                node_id=request.node_id,
+                drain=request.drain,
+                reason=request.reason,
+                by=sender.principal,
             )
         else:
-            event = NodeUncordoned(meta=meta, node_id=request.node_id)
+            event = NodeUncordoned(meta=meta, node_id=request.node_id, by=sender.principal)
         try:
             appended = await self.events.append(event)
         except Exception as error:

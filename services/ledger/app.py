@@ -46,7 +46,7 @@ from allot.proto.events import (
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, health
 from allot.services.commands import CommandQueue
-from allot.services.replies import decode_request, not_stored
+from allot.services.replies import Sender, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.ledger")
@@ -122,7 +122,7 @@ class Ledger:
         self._charged_seq = max(self._charged_seq, appended.seq)
         return True
 
-    async def grant(self, payload: bytes) -> BudgetGrantReply:
+    async def grant(self, payload: bytes, sender: Sender) -> BudgetGrantReply:
         request = decode_request(payload, BudgetGrantRequest)
         if isinstance(request, FieldError):
             return BudgetGrantReply(errors=[request])
@@ -137,6 +137,7 @@ class Ledger:
             period_ns=period_ns,
             starts_at=self.clock.now(),
             share_ppm=share_ppm,
+            by=sender.principal,
         )
         try:
             appended = await self.events.append(event)
@@ -165,7 +166,7 @@ class Ledger:
     async def _on_health(self, msg: Msg) -> None:
         await msg.respond(b'{"ok":true}')
 
-    async def apply(self, payload: bytes) -> AccountsApplyReply:
+    async def apply(self, payload: bytes, sender: Sender) -> AccountsApplyReply:
         request = decode_request(payload, AccountsApplyRequest)
         if isinstance(request, FieldError):
             return AccountsApplyReply(errors=[request])
@@ -182,7 +183,7 @@ class Ledger:
         )
         if not changes:
             return done
-        event = self._applied(changes)
+        event = self._applied(changes, sender.principal)
         size = len(msgspec.json.encode(event))
         if size > MAX_APPLY_BYTES:
             return AccountsApplyReply(
@@ -203,7 +204,7 @@ class Ledger:
             return AccountsApplyReply(errors=[refused])
         return done
 
-    def _applied(self, changes: list[AccountChange]) -> AccountsApplied:
+    def _applied(self, changes: list[AccountChange], by: str) -> AccountsApplied:
         defined: dict[str, AccountSettings] = {}
         updated: dict[str, AccountSettings] = {}
         for change in changes:
@@ -215,6 +216,7 @@ class Ledger:
             updated=updated,
             removed=[c.path for c in changes if c.kind == "remove"],
             basis_seq=self.state.seq,
+            by=by,
         )
 
     async def _refused(self, seq: int, field: str) -> FieldError | None:

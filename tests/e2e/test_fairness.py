@@ -27,7 +27,7 @@ async def test_busy_teams_get_gpu_time_in_proportion_to_their_weights(tmp_path: 
         accounting_interval_s=0.5,
         restart=False,
     )
-    async with stack, await AsyncClient.connect(stack.url) as client:
+    async with stack, await stack.client() as client:
         tree = {"lab": {}, "lab/idle": {}} | {team: {"weight": w} for team, w in WEIGHTS.items()}
         await client.apply_accounts(tree)
         latest = State()

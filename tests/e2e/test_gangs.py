@@ -84,8 +84,8 @@ async def test_a_gang_waits_whole_while_only_part_of_it_fits(
     state = await until(client, lambda s: gang_id in s.jobs and s.jobs[gang_id].reason is not None)
     assert state.jobs[gang_id].placements == {}
     assert state.jobs[gang_id].reason.code in ("NO_FIT", "BEHIND")  # type: ignore[union-attr]
-    shown = cli(stack.url, "status").stdout
+    shown = cli(stack, "status").stdout
     assert "3x2" in shown
-    assert cli(stack.url, "cancel", blocker_id).returncode == 0
+    assert cli(stack, "cancel", blocker_id).returncode == 0
     done = await client.wait(gang_id, timeout=20)
     assert done.status == JobStatus.SUCCEEDED

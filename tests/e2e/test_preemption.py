@@ -86,7 +86,7 @@ async def test_an_interactive_job_preempts_training_which_resumes_to_the_same_re
     [preempted] = await events_of(client, train, JobPreempted)
     # Lost: at most the checkpoint interval (10 steps of 20 ms) and the stop, on 4 GPUs.
     assert 0 <= preempted.lost_gpu_ms < 4 * 2_000
-    story = cli(stack.url, "explain", train).stdout
+    story = cli(stack, "explain", train).stdout
     for step in ("admitted: to node-1", "preempting: chosen to stop: TIER(for", "preempted: lost"):
         assert step in story, story
     assert story.index("preempted: lost") < story.index("requeued: preempted")
@@ -139,7 +139,7 @@ async def test_a_job_that_ignores_sigterm_is_killed_after_its_grace_and_its_work
     assert preempted.lost_gpu_ms >= 4 * 1000  # everything since it started: at least 1 s
     assert ended.lost_gpu_ms == preempted.lost_gpu_ms
     assert (await client.wait(notebook.job_id, timeout=30)).status == JobStatus.SUCCEEDED
-    shown = cli(stack.url, "status", job_id).stdout
+    shown = cli(stack, "status", job_id).stdout
     assert "grace period (1s) is too short" in shown
     assert "preempted  1 time(s)" in shown
 
@@ -181,7 +181,7 @@ async def test_a_gang_is_stopped_whole_and_runs_again_whole(
 async def test_a_funded_job_inside_its_minimum_runtime_is_not_preempted(
     stack: Stack, client: AsyncClient
 ) -> None:
-    granted = cli(stack.url, "budget", "grant", "lab", "--gpu-hours", "100", "--period", "7d")
+    granted = cli(stack, "budget", "grant", "lab", "--gpu-hours", "100", "--period", "7d")
     assert granted.returncode == 0, granted.stderr
     protected = await client.submit(
         JobSpec(
@@ -239,7 +239,7 @@ async def test_draining_a_node_moves_checkpointing_work_without_losing_it(
     train = reply.job_id
     state = await until(client, checkpointed(train), timeout=30)
     [first_node] = state.jobs[train].placements
-    drained = cli(stack.url, "nodes", "cordon", first_node, "--drain", "--reason", "maintenance")
+    drained = cli(stack, "nodes", "cordon", first_node, "--drain", "--reason", "maintenance")
     assert drained.returncode == 0, drained.stderr
 
     def empty(s: State) -> bool:
@@ -254,10 +254,10 @@ async def test_draining_a_node_moves_checkpointing_work_without_losing_it(
     assert preempted.lost_gpu_ms < 2 * 2_000  # at most one checkpoint interval, on 2 GPUs
     drains = [r.event for r in await client.events.read() if isinstance(r.event, NodeDrained)]
     assert [d.node_id for d in drains] == [first_node]
-    shown = json.loads(cli(stack.url, "nodes", "--json").stdout)
+    shown = json.loads(cli(stack, "nodes", "--json").stdout)
     assert next(n for n in shown if n["node_id"] == first_node)["drained"] is True
-    assert cli(stack.url, "nodes", "uncordon", first_node).returncode == 0
-    assert cli(stack.url, "nodes", "cordon", "no-such-node").returncode == 2
+    assert cli(stack, "nodes", "uncordon", first_node).returncode == 0
+    assert cli(stack, "nodes", "cordon", "no-such-node").returncode == 2
 
 
 async def test_a_job_past_its_max_runtime_is_stopped_and_fails(client: AsyncClient) -> None:

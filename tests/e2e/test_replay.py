@@ -57,7 +57,7 @@ async def test_a_busy_history_verifies_and_a_tampered_export_fails_at_the_tamper
     stack: Stack, client: AsyncClient, tmp_path: Path
 ) -> None:
     await busy_history(stack, client)
-    verified = cli(stack.url, "replay", "--verify")
+    verified = cli(stack, "replay", "--verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     records = await client.events.read()
     plans = [r for r in records if isinstance(r.event, PlanComputed)]
@@ -66,9 +66,9 @@ async def test_a_busy_history_verifies_and_a_tampered_export_fails_at_the_tamper
     assert any(r.type == "NodeLost" for r in records)
 
     exported = tmp_path / "log.jsonl.gz"
-    done = cli(stack.url, "log", "export", str(exported))
+    done = cli(stack, "log", "export", str(exported))
     assert done.returncode == 0, done.stderr
-    offline = cli(stack.url, "replay", "--verify", "--log", str(exported))
+    offline = cli(stack, "replay", "--verify", "--log", str(exported))
     assert offline.returncode == 0, offline.stdout + offline.stderr
 
     # Change where one recorded admission put its job: replay must fail there, and only there.
@@ -84,7 +84,7 @@ async def test_a_busy_history_verifies_and_a_tampered_export_fails_at_the_tamper
     lines[target] = json.dumps(record)
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_text("\n".join(lines) + "\n")
-    failed = cli(stack.url, "replay", "--verify", "--log", str(tampered))
+    failed = cli(stack, "replay", "--verify", "--log", str(tampered))
     assert failed.returncode == 1
     assert f"DIVERGES at sequence {record['seq']} (jobs: {admission['job_id']})" in failed.stdout
     assert failed.stdout.count("DIVERGES") == 1
@@ -97,7 +97,7 @@ async def test_an_exported_log_imports_into_an_empty_stream_with_the_same_sequen
     assert reply.job_id is not None
     assert (await client.wait(reply.job_id, timeout=20)).status == JobStatus.SUCCEEDED
     exported = tmp_path / "log.jsonl"
-    assert cli(stack.url, "log", "export", str(exported)).returncode == 0
+    assert cli(stack, "log", "export", str(exported)).returncode == 0
     original = await client.events.read()
 
     async with EmbeddedNats(tmp_path / "elsewhere") as other:

@@ -4,7 +4,6 @@ the same GPUs, through a reservation, a backfill and a gang that waits for a who
 
 from pathlib import Path
 
-from allot.client import AsyncClient
 from allot.client.logfile import export_log
 from allot.client.replay import all_records
 from allot.client.stack import NodeShape, Stack
@@ -38,7 +37,7 @@ def admissions(events: list[Event]) -> list[tuple[str, list[int]]]:
 
 async def test_a_trace_simulated_is_decided_as_the_stack_decided_it(tmp_path: Path) -> None:
     stack = Stack(tmp_path / "allot", [NodeShape(node_id="node-1", gpus=4)], restart=False)
-    async with stack, await AsyncClient.connect(stack.url) as client:
+    async with stack, await stack.client() as client:
         # The accounts the simulator defines: the trace's one account, all GPUs its quota.
         await client.apply_accounts({"lab": {}, "lab/sim": {"quota": {"gpu": 4}}})
         ids = []

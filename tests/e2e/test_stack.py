@@ -75,28 +75,28 @@ async def test_cancel_stops_a_running_job(client: AsyncClient) -> None:
 def test_the_cli_submits_waits_and_shows_status(stack: Stack) -> None:
 
     submit = ["submit", "--gpus", "1", "--account", "demo", "--wait"]
-    done = cli(stack.url, *submit, "--", sys.executable, "-c", "print(42)")
+    done = cli(stack, *submit, "--", sys.executable, "-c", "print(42)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "42"
     job_id = done.stderr.split()[0]
 
-    failing = cli(stack.url, *submit, "--quiet", "--", sys.executable, "-c", "raise SystemExit(3)")
+    failing = cli(stack, *submit, "--quiet", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert failing.returncode == 3
 
-    status = cli(stack.url, "status", job_id, "--json")
+    status = cli(stack, "status", job_id, "--json")
     assert status.returncode == 0
     assert '"status": "succeeded"' in status.stdout
 
-    bad = cli(stack.url, "submit", "--gpus", "0", "--account", "demo", "--", "true")
+    bad = cli(stack, "submit", "--gpus", "0", "--account", "demo", "--", "true")
     assert bad.returncode == 2
     assert "gpus='0'" in bad.stderr
     assert "from 1 up to 1024" in bad.stderr
 
-    tail = cli(stack.url, "log", "tail", "-n", "50")
+    tail = cli(stack, "log", "tail", "-n", "50")
     assert "JobExited" in tail.stdout
     assert "PlanComputed" in tail.stdout
-    assert job_id in cli(stack.url, "status").stdout
-    assert "node-1" in cli(stack.url, "nodes").stdout
+    assert job_id in cli(stack, "status").stdout
+    assert "node-1" in cli(stack, "nodes").stdout
 
 
 async def test_a_job_that_cannot_start_fails_and_frees_its_gpus(client: AsyncClient) -> None:
@@ -157,29 +157,27 @@ async def test_every_recorded_plan_is_recomputed_from_its_basis(client: AsyncCli
 
 def test_the_cli_applies_and_shows_the_account_tree(stack: Stack, tmp_path: Path) -> None:
 
-    applied = cli(stack.url, "accounts", "apply", str(EXAMPLE))
+    applied = cli(stack, "accounts", "apply", str(EXAMPLE))
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.strip() == "defined 6, updated 0, removed 0"
-    shown = cli(stack.url, "accounts", "show")
+    shown = cli(stack, "accounts", "show")
     assert "lab/vision/alice" in shown.stdout
     assert "gpu 8" in shown.stdout
 
     broken = tmp_path / "broken.toml"
     broken.write_text('[accounts."lab"]\nweight = "heavy"\n[accounts."x/y"]\n')
-    refused = cli(stack.url, "accounts", "apply", str(broken))
+    refused = cli(stack, "accounts", "apply", str(broken))
     assert refused.returncode == 2
     assert "nothing changed" in refused.stderr
     assert "accounts.lab.weight" in refused.stderr
     assert "parent 'x' is not declared" in refused.stderr
-    assert "lab/vision/alice" in cli(stack.url, "accounts", "show").stdout  # the tree is as it was
+    assert "lab/vision/alice" in cli(stack, "accounts", "show").stdout  # the tree is as it was
 
     # With a tree in place, jobs must name one of its accounts.
-    unknown = cli(stack.url, "submit", "--gpus", "1", "--account", "nobody", "--", "true")
+    unknown = cli(stack, "submit", "--gpus", "1", "--account", "nobody", "--", "true")
     assert unknown.returncode == 2
     assert "no such account" in unknown.stderr
-    known = cli(
-        stack.url, "submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true"
-    )
+    known = cli(stack, "submit", "--gpus", "1", "--account", "lab/nlp/bob", "--wait", "--", "true")
     assert known.returncode == 0, known.stderr
 
 
@@ -203,25 +201,23 @@ async def test_the_ledger_charges_a_finished_job_to_its_account_and_ancestors(
 async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(
     stack: Stack, client: AsyncClient
 ) -> None:
-    assert cli(stack.url, "accounts", "apply", str(EXAMPLE)).returncode == 0
-    granted = cli(stack.url, "budget", "grant", "lab/vision", "--gpu-hours", "10", "--period", "7d")
+    assert cli(stack, "accounts", "apply", str(EXAMPLE)).returncode == 0
+    granted = cli(stack, "budget", "grant", "lab/vision", "--gpu-hours", "10", "--period", "7d")
     assert granted.returncode == 0, granted.stderr
     assert "10 GPU-hours per 7d" in granted.stdout
-    refused = cli(stack.url, "budget", "grant", "lab/vision", "--share", "2")
+    refused = cli(stack, "budget", "grant", "lab/vision", "--share", "2")
     assert refused.returncode == 2
     assert "share='2.0'" in refused.stderr
 
     submit = ["submit", "--gpus", "1", "--wait", "--quiet"]
     contract = cli(
-        stack.url, *submit, "--account", "lab/vision/alice", "--min-runtime", "10m", "--", "true"
+        stack, *submit, "--account", "lab/vision/alice", "--min-runtime", "10m", "--", "true"
     )
-    no_contract = cli(stack.url, *submit, "--account", "lab/vision/alice", "--", "true")
+    no_contract = cli(stack, *submit, "--account", "lab/vision/alice", "--", "true")
     no_budget = cli(
-        stack.url, *submit, "--account", "lab/nlp/bob", "--min-runtime", "10m", "--", "true"
+        stack, *submit, "--account", "lab/nlp/bob", "--min-runtime", "10m", "--", "true"
     )
-    too_long = cli(
-        stack.url, *submit, "--account", "lab/nlp/bob", "--min-runtime", "9h", "--", "true"
-    )
+    too_long = cli(stack, *submit, "--account", "lab/nlp/bob", "--min-runtime", "9h", "--", "true")
     assert too_long.returncode == 2
     assert "up to 8h" in too_long.stderr
     job_ids = [p.stderr.split()[0] for p in (contract, no_contract, no_budget)]
@@ -233,28 +229,26 @@ async def test_budgets_fund_jobs_that_declare_a_minimum_runtime(
     }
     assert [admitted[j] for j in job_ids] == [True, False, False]
 
-    shown = cli(stack.url, "budget", "show")
+    shown = cli(stack, "budget", "show")
     assert shown.returncode == 0
     vision = next(line for line in shown.stdout.splitlines() if line.strip().startswith("vision"))
     assert vision.split()[-1] == "10.00"  # budget left: these jobs ran for milliseconds
 
-    report = cli(stack.url, "budget", "report", "--window", "1h", "--json")
+    report = cli(stack, "budget", "report", "--window", "1h", "--json")
     assert report.returncode == 0, report.stderr
     rows = {row["account"]: row for row in json.loads(report.stdout)}
     alice = rows["lab/vision/alice"]
     assert alice["delivered_gpu_ms"] > 0
     assert alice["owed_gpu_ms"] > 0  # it wanted GPUs while they were there
     assert rows["lab"]["delivered_gpu_ms"] >= alice["delivered_gpu_ms"]
-    assert "DELIVERED/OWED" in cli(stack.url, "budget", "report").stdout
+    assert "DELIVERED/OWED" in cli(stack, "budget", "report").stdout
 
 
 async def test_queue_and_explain_show_order_reasons_and_placement(
     stack: Stack, client: AsyncClient
 ) -> None:
     def submit(*args: str) -> str:
-        done = cli(
-            stack.url, "submit", "--gpus", "4", "--account", "lab/a", *args, "--", "sleep", "60"
-        )
+        done = cli(stack, "submit", "--gpus", "4", "--account", "lab/a", *args, "--", "sleep", "60")
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
@@ -269,7 +263,7 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
             s.jobs.get(j) is not None and s.jobs[j].reason is not None for j in (batch, interactive)
         ),
     )
-    rows = json.loads(cli(stack.url, "queue", "--json").stdout)
+    rows = json.loads(cli(stack, "queue", "--json").stdout)
     assert [(r["job_id"], r["tier"], r["reason_text"]) for r in rows] == [
         (interactive, "interactive", "NO_FIT(need 4); free 2"),
         (batch, "batch", "NO_FIT(need 4); free 2"),
@@ -278,23 +272,23 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
     state = await client.state()
     assert rows[0]["estimated_start"] == state.jobs[running_job].started_at + 3600 * 10**9
     assert rows[1]["estimated_start"] is None
-    waiting = json.loads(cli(stack.url, "explain", batch, "--json").stdout)
+    waiting = json.loads(cli(stack, "explain", batch, "--json").stdout)
     assert (waiting["position"], waiting["queue_length"], waiting["reason"]) == (
         2,
         2,
         "NO_FIT(need 4); free 2",
     )
-    assert "estimated start" in cli(stack.url, "explain", interactive).stdout
-    placed = cli(stack.url, "explain", running_job)
+    assert "estimated start" in cli(stack, "explain", interactive).stdout
+    placed = cli(stack, "explain", running_job)
     assert "admitted to node-1[0,1,2,3], unfunded" in placed.stdout
-    assert cli(stack.url, "explain", "j-nope").returncode == 1
+    assert cli(stack, "explain", "j-nope").returncode == 1
 
 
 async def test_nodes_register_their_topology(tmp_path: Path) -> None:
     nodes = read_cluster(Path(__file__).resolve().parents[2] / "examples" / "cluster.toml")
     async with (
         Stack(tmp_path / "allot", nodes, restart=False) as s,
-        await AsyncClient.connect(s.url) as client,
+        await s.client() as client,
     ):
         state = await client.state()
         a100 = state.nodes["a100-1"]
@@ -302,6 +296,6 @@ async def test_nodes_register_their_topology(tmp_path: Path) -> None:
         assert a100.labels == {"block": "b1", "rack": "r1"}
         assert a100.gpus[0].model == "SIM-A100"
         assert state.nodes["h100-1"].nvlink_islands == [list(range(8))]
-        shown = cli(s.url, "nodes").stdout
+        shown = cli(s, "nodes").stdout
         assert "0-3 4-7" in shown
         assert "block=b1,rack=r1" in shown

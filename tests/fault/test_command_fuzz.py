@@ -46,7 +46,7 @@ async def test_every_hostile_request_is_answered_and_refusals_append_nothing(
         for payload in fuzzer.variants(bases, PER_SUBJECT):
             counts["sent"] += 1
             try:
-                msg = await client.events.nc.request(subject, payload, timeout=10)
+                msg = await client.events.nc.request(client.subject(subject), payload, timeout=10)
             except TimeoutError:
                 counts["unanswered"] += 1
                 continue

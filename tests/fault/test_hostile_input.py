@@ -62,7 +62,7 @@ async def test_poison_events_on_the_log_stop_no_service_and_no_reader(
 
     exported = str(tmp_path / "log.jsonl")
     for args in (["status", "--json"], ["replay", "--verify"], ["log", "export", exported]):
-        done = cli(stack.url, *args)
+        done = cli(stack, *args)
         assert done.returncode == 0, (args, done.stderr)
         assert "Traceback" not in done.stderr
         if args[0] == "status":
@@ -70,7 +70,7 @@ async def test_poison_events_on_the_log_stop_no_service_and_no_reader(
 
 
 async def request(client: AsyncClient, subject: str, payload: bytes) -> dict[str, object]:
-    msg = await client.events.nc.request(subject, payload, timeout=10)
+    msg = await client.events.nc.request(client.subject(subject), payload, timeout=10)
     reply: dict[str, object] = json.loads(msg.data)
     return reply
 
@@ -158,7 +158,7 @@ async def test_a_quarantined_job_is_undone_everywhere_and_replay_agrees(
     state = await until(client, lambda s: running(s, "j-forged"))
     pid = state.jobs["j-forged"].started_on["node-1"]
 
-    done = cli(stack.url, "log", "quarantine", str(appended.seq), "--reason", "forged")
+    done = cli(stack, "log", "quarantine", str(appended.seq), "--reason", "forged")
     assert done.returncode == 0, done.stderr
     assert f"JobSubmitted at sequence {appended.seq} quarantined" in done.stdout
     await gone(pid, timeout=20)  # the node agent's fold no longer gives it the job
@@ -166,8 +166,8 @@ async def test_a_quarantined_job_is_undone_everywhere_and_replay_agrees(
     reply = await client.submit(JobSpec(account="lab/a", gpus=4, command=python("print(1)")))
     assert reply.job_id is not None
     assert (await client.wait(reply.job_id, timeout=30)).status == JobStatus.SUCCEEDED
-    verified = cli(stack.url, "replay", "--verify")
+    verified = cli(stack, "replay", "--verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    status = cli(stack.url, "status", "--json")
+    status = cli(stack, "status", "--json")
     assert "j-forged" not in status.stdout
     assert alive(stack) == sorted(stack.children)

@@ -39,7 +39,7 @@ async def test_ten_thousand_hostile_events_stop_nothing(stack: Stack, client: As
     assert (await client.wait(job.job_id, timeout=60)).status == JobStatus.SUCCEEDED
     assert alive(stack) == everyone
 
-    verified = cli(stack.url, "replay", "--verify")
+    verified = cli(stack, "replay", "--verify")
     assert verified.returncode == 0, verified.stdout[-2000:] + verified.stderr[-2000:]
     assert "all match" in verified.stdout
     plans = int(verified.stdout.rsplit(" plans recomputed", 1)[0].rsplit(" ", 1)[-1])

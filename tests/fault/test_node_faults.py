@@ -82,7 +82,7 @@ async def test_a_node_declared_lost_while_alive_kills_its_jobs_and_registers_aga
 
 async def test_allot_up_restarts_a_service_that_dies(tmp_path: Path) -> None:
     s = Stack(tmp_path / "allot", [NodeShape(node_id="node-1", gpus=1)], restart=True)
-    async with s, await AsyncClient.connect(s.url) as client:
+    async with s, await s.client() as client:
         planner = s.children["planner"].process
         assert planner is not None
         planner.kill()
@@ -98,7 +98,7 @@ async def test_a_job_cancelled_before_its_agent_started_it_never_runs(tmp_path: 
     nodes = [NodeShape(node_id="node-1", gpus=2)]
     async with (
         Stack(tmp_path / "allot", nodes, node_timeout_s=60, restart=False) as s,
-        await AsyncClient.connect(s.url) as client,
+        await s.client() as client,
     ):
         s.kill("node-1")  # admitted while its agent is down: nobody starts it
         marker = tmp_path / "ran"

@@ -34,7 +34,7 @@ async def busy_cluster(
     nodes = [NodeShape(node_id=n, gpus=8) for n in node_ids]
     async with (
         Stack(tmp_path / "allot", nodes, node_timeout_s=NODE_TIMEOUT_S, stop_grace_s=2) as stack,
-        await AsyncClient.connect(stack.url) as client,
+        await stack.client() as client,
     ):
         spec = JobSpec(account="lab/a", gpus=4, command=python("import time; time.sleep(600)"))
         job_ids = []
@@ -83,7 +83,7 @@ async def test_a_nats_outage_longer_than_the_node_timeout_loses_no_node_and_kill
         await stack.nats.start()
 
         # The first client gave up reconnecting during the outage; a fresh one.
-        async with await AsyncClient.connect(stack.url) as client:
+        async with await stack.client() as client:
             await client.ready()
             await assert_nothing_lost(client, pids)
 
@@ -118,7 +118,7 @@ async def test_every_node_falling_silent_together_loses_no_node(tmp_path: Path) 
             for agent in agents:
                 assert agent is not None
                 os.kill(agent.pid, signal.SIGCONT)
-        async with await AsyncClient.connect(stack.url) as client:
+        async with await stack.client() as client:
             await assert_nothing_lost(client, pids)
 
 
@@ -134,7 +134,7 @@ async def test_telemetry_frozen_past_the_node_timeout_loses_no_node(tmp_path: Pa
             await asyncio.sleep(SILENCE_S)
         finally:
             os.kill(telemetry.pid, signal.SIGCONT)
-        async with await AsyncClient.connect(stack.url) as client:
+        async with await stack.client() as client:
             await assert_nothing_lost(client, pids)
         assert "stalled" in (stack.logs / "telemetry.log").read_text()
 
@@ -159,7 +159,7 @@ async def test_services_act_on_the_log_soon_after_the_bus_returns(tmp_path: Path
         await stack.nats.stop()
         await asyncio.sleep(3)
         await stack.nats.start()
-        async with await AsyncClient.connect(stack.url) as client:
+        async with await stack.client() as client:
             await client.ready()
             job_id = next(j for j, started_on in pids.items() if "node-1" in started_on)
             started = asyncio.get_running_loop().time()

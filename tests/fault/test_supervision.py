@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from allot.bus.server import Backoff
-from allot.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
 from allot.core import JobStatus
 from allot.proto.events import JobSpec
@@ -140,7 +139,7 @@ async def test_a_killed_nats_server_is_restarted_and_the_stack_works_again(
 ) -> None:
     async with (
         Stack(tmp_path / "allot", [NodeShape(node_id="node-1", gpus=1)]) as s,
-        await AsyncClient.connect(s.url) as client,
+        await s.client() as client,
     ):
         [nats] = [
             p for p, argv in children(os.getpid()).items() if running_as(argv) == "nats-server"

@@ -9,10 +9,19 @@ import nats
 
 from allot.bus import EmbeddedNats
 from allot.proto.commands import AccountsApplyReply
+from allot.proto.subjects import command, inbox_prefix
 from allot.services.commands import CommandQueue
+from allot.services.replies import Sender
 from allot.services.runtime import Clock
 
-SUBJECT = "allot.cmd.test"
+COMMAND = "test"
+SENDER = "alice"
+SUBJECT = command(SENDER, COMMAND)
+
+
+async def as_sender(url: str) -> nats.NATS:
+    """A client whose replies come to its sender's inbox, as every client's do."""
+    return await nats.connect(url, inbox_prefix=inbox_prefix(SENDER))
 
 
 async def test_every_request_is_answered_and_none_waits_unboundedly(
@@ -20,17 +29,17 @@ async def test_every_request_is_answered_and_none_waits_unboundedly(
 ) -> None:
     handled: list[bytes] = []
 
-    async def slow(payload: bytes) -> AccountsApplyReply:
+    async def slow(payload: bytes, sender: Sender) -> AccountsApplyReply:
         await asyncio.sleep(0.5)
         handled.append(payload)
         return AccountsApplyReply(defined=[payload.decode()])
 
     queue = CommandQueue("tester", Clock(), max_waiting=2, max_wait_s=0.7)
     nc = await nats.connect(nats_server.url)
-    await queue.subscribe(nc, {SUBJECT: slow})
+    await queue.subscribe(nc, {COMMAND: slow})
     serving = asyncio.create_task(queue.serve())
     try:
-        async with await nats.connect(nats_server.url) as client:
+        async with await as_sender(nats_server.url) as client:
             # One is handled at once; two wait, the second of them too long; one finds the
             # queue full.
             answers = []
@@ -54,14 +63,14 @@ async def test_every_request_is_answered_and_none_waits_unboundedly(
 async def test_a_handler_that_raises_is_answered_and_the_queue_goes_on(
     nats_server: EmbeddedNats,
 ) -> None:
-    async def fragile(payload: bytes) -> AccountsApplyReply:
+    async def fragile(payload: bytes, sender: Sender) -> AccountsApplyReply:
         if payload == b"boom":
             raise ZeroDivisionError("a bug")
         return AccountsApplyReply(defined=["ok"])
 
     queue = CommandQueue("tester", Clock())
-    nc = await nats.connect(nats_server.url)
-    await queue.subscribe(nc, {SUBJECT: fragile})
+    nc = await as_sender(nats_server.url)
+    await queue.subscribe(nc, {COMMAND: fragile})
     serving = asyncio.create_task(queue.serve())
     try:
         failed = await nc.request(SUBJECT, b"boom", timeout=5)
@@ -74,3 +83,36 @@ async def test_a_handler_that_raises_is_answered_and_the_queue_goes_on(
     [error] = msgspec.json.decode(failed.data, type=AccountsApplyReply).errors
     assert "ZeroDivisionError('a bug')" in error.message
     assert msgspec.json.decode(fine.data, type=AccountsApplyReply).defined == ["ok"]
+
+
+async def test_a_message_whose_replies_go_elsewhere_than_its_senders_inbox_is_not_handled(
+    nats_server: EmbeddedNats,
+) -> None:
+    """Its reply would be published with the service's rights where the sender has none:
+    onto the log, or as another user's request."""
+    handled: list[Sender] = []
+
+    async def record(payload: bytes, sender: Sender) -> AccountsApplyReply:
+        handled.append(sender)
+        return AccountsApplyReply()
+
+    queue = CommandQueue("tester", Clock())
+    nc = await nats.connect(nats_server.url)
+    await queue.subscribe(nc, {COMMAND: record, f"admin.{COMMAND}": record})
+    serving = asyncio.create_task(queue.serve())
+    try:
+        async with await as_sender(nats_server.url) as client:
+            landed = await client.subscribe("allot.evt.job.forged.JobSubmitted")
+            await client.publish(SUBJECT, b"{}", reply="allot.evt.job.forged.JobSubmitted")
+            await client.publish(SUBJECT, b"{}")  # no reply subject at all
+            await client.publish(SUBJECT, b"{}", reply="_INBOX_bob.x")  # another's inbox
+            await client.request(command(SENDER, f"admin.{COMMAND}"), b"{}", timeout=5)
+            with contextlib.suppress(nats.errors.TimeoutError):
+                await landed.next_msg(timeout=0.5)
+                raise AssertionError("a reply was published outside the sender's inbox")
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await nc.close()
+    assert handled == [Sender(principal=SENDER, command=COMMAND, operator=True)]

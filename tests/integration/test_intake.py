@@ -19,6 +19,7 @@ from allot.proto.events import (
 )
 from allot.proto.subjects import SUBMIT
 from allot.services.intake.app import Intake
+from allot.services.replies import Sender
 from tests import builders as b
 
 
@@ -114,7 +115,7 @@ async def test_a_malformed_request_names_the_field(
     client: AsyncClient, event_log: EventLog
 ) -> None:
     payload = b'{"spec": {"account": "a", "gpus": "two", "command": ["x"]}}'
-    msg = await client.events.nc.request(SUBMIT, payload, timeout=5)
+    msg = await client.events.nc.request(client.subject(SUBMIT), payload, timeout=5)
     reply = msgspec.json.decode(msg.data)
     assert reply["errors"][0]["field"] == "gpus"
     assert "Expected `int`" in reply["errors"][0]["message"]
@@ -176,7 +177,8 @@ async def test_a_submission_sees_an_account_the_log_holds_but_intake_has_not_fol
     apply_record(service.state, (await event_log.read(1, 1))[0])  # it knows "lab" only
     assert list(service.state.accounts) == ["lab"]
     payload = msgspec.json.encode(SubmitRequest(spec=spec(account="lab/new")))
-    submitting = asyncio.create_task(service.submit(payload))  # runs first: it is behind
+    operator = Sender(principal="ops", command="submit", operator=True)
+    submitting = asyncio.create_task(service.submit(payload, operator))  # runs first: behind
     following = asyncio.create_task(service.run())
     try:
         reply = await submitting

@@ -237,7 +237,7 @@ async def test_a_request_out_of_bounds_gets_a_field_error_and_appends_nothing(
     await client.apply_accounts({"lab": {}})
     before = await event_log.last_seq()
     async with await AsyncClient.connect(nats_server.url) as raw:
-        answer = await raw.events.nc.request(subject, payload, timeout=5)
+        answer = await raw.events.nc.request(raw.subject(subject), payload, timeout=5)
         errors = msgspec.json.decode(answer.data)["errors"]
         assert [e["field"] for e in errors] == [field or errors[0]["field"]]
         assert words in errors[0]["value"] + errors[0]["message"]

@@ -1,0 +1,137 @@
+"""Nobody acts for another team, against a stack with identities on (the default): the NATS
+server refuses what an identity may not send, the services refuse what a principal may not
+ask, and every event a command makes names who asked."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+
+from allot.bus import Record
+from allot.bus.identity import load
+from allot.client import AsyncClient, CommandError
+from allot.client.stack import Stack
+from allot.proto.events import JobSpec
+from allot.proto.subjects import ACCOUNTS_APPLY, SUBMIT
+from tests.stack import cli
+
+TREE = {
+    "lab": {},
+    "lab/vision": {"members": ["alice"], "admins": ["vera"]},
+    "lab/nlp": {"members": ["bob"]},
+}
+
+
+def job(account: str) -> JobSpec:
+    return JobSpec(account=account, gpus=1, command=["sleep", "60"])
+
+
+async def as_user(stack: Stack, name: str) -> AsyncClient:
+    assert stack.keyring is not None
+    path = stack.keyring.path(name)
+    if not path.exists():
+        stack.keyring.add(name, "user")
+        stack.nats.reload()
+        await asyncio.sleep(0.5)  # the server rereads its config
+    return await AsyncClient.connect(stack.url, load(path))
+
+
+async def test_without_an_identity_nothing_connects(stack: Stack) -> None:
+    with pytest.raises((nats.errors.NoServersError, nats.errors.Error, TimeoutError)):
+        await asyncio.wait_for(
+            nats.connect(stack.url, max_reconnect_attempts=0, connect_timeout=2), 10
+        )
+
+
+async def test_a_user_cannot_append_to_the_log(stack: Stack) -> None:
+    async with await as_user(stack, "mallory") as mallory:
+        before = await mallory.events.last_seq()
+        forged = b'{"type":"JobExited","job_id":"j-1","node_id":"node-1","exit_code":0}'
+        with pytest.raises(nats.errors.TimeoutError):
+            await mallory.events.js.publish("allot.evt.job.j-1.JobExited", forged, timeout=2)
+        assert await mallory.events.last_seq() == before
+
+
+async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> None:
+    async with await stack.client() as admin:
+        await admin.apply_accounts(TREE)
+    async with (
+        await as_user(stack, "alice") as alice,
+        await as_user(stack, "bob") as bob,
+        await as_user(stack, "vera") as vera,
+    ):
+        before = await alice.events.last_seq()
+        with pytest.raises(CommandError) as refused:
+            await bob.submit(job("lab/vision"))
+        [error] = refused.value.errors
+        assert error.field == "account"
+        assert "bob may not submit to lab/vision" in error.message
+        assert "alice, vera" in error.message
+        assert await alice.events.last_seq() == before  # nothing appended
+
+        mine = await alice.submit(job("lab/vision"))
+        assert mine.job_id is not None
+        theirs = await bob.submit(job("lab/nlp"))
+        assert theirs.job_id is not None
+        with pytest.raises(CommandError, match="alice may not cancel"):
+            await alice.cancel(theirs.job_id)
+        with pytest.raises(CommandError, match="bob may not cancel"):
+            await bob.cancel(mine.job_id)
+        await vera.cancel(mine.job_id)  # an admin of lab/vision
+        await bob.cancel(theirs.job_id)  # their own
+
+        # Only an operator applies trees: the server does not let a user send it.
+        with pytest.raises(CommandError, match=r"does not let alice send admin\.accounts\.apply"):
+            await alice.apply_accounts({"lab": {}})
+        # Nor does the server let anyone send as somebody else.
+        with pytest.raises(CommandError, match="does not let alice send"):
+            await alice._request_once(
+                bob.subject(SUBMIT), msgspec.json.encode({"spec": job("lab/nlp")}), 5
+            )
+
+        state = await alice.state()
+    assert state.jobs[mine.job_id].submitted_by == "alice"
+    assert state.jobs[theirs.job_id].submitted_by == "bob"
+    by = {(r.type, json.loads(r.data).get("by")) for r in await stack_records(stack)}
+    assert {
+        ("AccountsApplied", "admin"),
+        ("JobSubmitted", "alice"),
+        ("JobSubmitted", "bob"),
+        ("JobCancelRequested", "vera"),
+        ("JobCancelRequested", "bob"),
+    } <= by
+
+
+async def test_an_operator_may_do_anything(stack: Stack) -> None:
+    async with await stack.client() as admin:
+        await admin.apply_accounts(TREE)
+        reply = await admin.submit(job("lab/nlp"))  # a member of nothing
+        assert reply.job_id is not None
+        await admin.cancel(reply.job_id)
+        assert admin.subject(ACCOUNTS_APPLY) == "allot.cmd.admin.admin.accounts.apply"
+
+
+async def test_users_add_makes_an_identity_that_may_connect_at_once(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    where = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "identity": None}
+    (home / "current.json").write_text(json.dumps(where))
+    monkeypatch.setenv("ALLOT_HOME", str(home))
+    added = cli(stack, "users", "add", "carol")
+    assert added.returncode == 0, added.stderr
+    path = stack.data_dir / "identities" / "carol.json"
+    assert str(path) in added.stdout
+    assert path.stat().st_mode & 0o777 == 0o600
+    await asyncio.sleep(0.5)
+    status = cli(stack, "status", identity=path)
+    assert status.returncode == 0, status.stderr
+
+
+async def stack_records(stack: Stack) -> list[Record]:
+    async with await stack.client() as admin:
+        return await admin.events.read()
