@@ -11,7 +11,7 @@ import msgspec
 from nats.aio.msg import Msg
 
 from allot.proto.commands import FieldError
-from allot.proto.limits import MAX_REQUEST_BYTES, check_json, shown
+from allot.proto.limits import MAX_REQUEST_BYTES, SHOWN_CHARS, check_json, shown
 from allot.proto.subjects import ADMIN, inbox_prefix, sender_and_command
 
 log = logging.getLogger("allot.commands")
@@ -35,7 +35,6 @@ class Sender(msgspec.Struct, frozen=True, kw_only=True):
     its own name, and ``admin.`` commands only if it is an operator."""
 
     principal: str
-    command: str  # without ``admin.``
     operator: bool
 
 
@@ -48,8 +47,7 @@ def sender_of(msg: Msg) -> Sender | None:
     if parsed is None or not msg.reply.startswith(inbox_prefix(parsed[0]) + "."):
         return None
     principal, name = parsed
-    operator = name.startswith(ADMIN)
-    return Sender(principal=principal, command=name.removeprefix(ADMIN), operator=operator)
+    return Sender(principal=principal, operator=name.startswith(ADMIN))
 
 
 def refusal(field: str, value: str, message: str) -> Refusal:
@@ -85,7 +83,7 @@ def bounded(reply: Reply) -> Reply:
     cut: dict[str, object] = {
         field: shown(value)
         for field in reply.__struct_fields__
-        if isinstance(value := getattr(reply, field), str)
+        if isinstance(value := getattr(reply, field), str) and len(value) > SHOWN_CHARS
     }
     errors: list[FieldError] | None = getattr(reply, "errors", None)
     if errors:
@@ -105,7 +103,7 @@ def bounded(reply: Reply) -> Reply:
                 )
             )
         cut["errors"] = kept
-    return msgspec.structs.replace(reply, **cut)
+    return msgspec.structs.replace(reply, **cut) if cut else reply
 
 
 def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:

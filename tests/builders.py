@@ -40,11 +40,12 @@ def submitted(
     resumable: bool = False,
     key: str | None = None,
     at: int = 1_000,
+    by: str = "",
     **fields: Any,
 ) -> JobSubmitted:
     """A submission; ``fields`` set any other spec field (workers, topology, tier...)."""
     job = msgspec.structs.replace(spec(gpus, resumable=resumable), **fields)
-    return JobSubmitted(meta=meta(at), job_id=job_id, spec=job, idempotency_key=key)
+    return JobSubmitted(meta=meta(at), job_id=job_id, spec=job, idempotency_key=key, by=by)
 
 
 def node(

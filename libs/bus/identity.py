@@ -101,9 +101,10 @@ class Keyring:
 
     def add(self, name: str, role: Role) -> Path:
         """A new identity; refused if the name is taken (by a service or anyone)."""
+        identity = new_identity(name, role)  # refuses a name that is no principal's
         if self.path(name).exists():
             raise IdentityError(f"name={name!r}: there is an identity of that name already")
-        save(new_identity(name, role), self.path(name))
+        save(identity, self.path(name))
         return self.path(name)
 
     def all(self) -> list[Identity]:

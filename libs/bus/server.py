@@ -202,6 +202,7 @@ class EmbeddedNats:
 
     async def _wait_ready(self, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
+        probe = self._probe_options()
         while True:
             if self._process is not None and self._process.returncode is not None:
                 raise RuntimeError(
@@ -216,7 +217,7 @@ class EmbeddedNats:
                     connect_timeout=1,
                     max_reconnect_attempts=0,
                     error_cb=_quiet,
-                    **self._probe_options(),
+                    **probe,
                 )
                 try:
                     await nc.jetstream().account_info()

@@ -32,7 +32,6 @@ from allot.proto.events import (
     JobSubmitted,
     Meta,
     NodeRegistered,
-    PlanComputed,
     PolicyAdopted,
     UsageCharged,
 )
@@ -115,11 +114,9 @@ def write_history(path: Path, events: int, seed: int) -> int:
         decided = plan(log.state, now, DEFAULT_POLICY, memo)
         if not decided.empty:
             log.add(
-                PlanComputed(
-                    meta=meta(now), basis_seq=log.state.seq, now=now, policy=DEFAULT_POLICY.name,
-                    policy_hash=hashed, code_version=version, admissions=decided.admissions,
-                    pending=decided.pending, preemptions=decided.preemptions,
-                    ranks=decided.ranks, holds=decided.holds,
+                decided.recorded(
+                    meta(now), basis_seq=log.state.seq, now=now, policy=DEFAULT_POLICY.name,
+                    policy_hash=hashed, code_version=version,
                 )
             )  # fmt: skip
         for admission in decided.admissions:

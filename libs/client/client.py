@@ -64,11 +64,18 @@ class CommandError(Exception):
 class AsyncClient:
     """Commands are sent as ``principal``; an operator's under ``admin.`` (docs/adr/0015)."""
 
-    def __init__(self, events: EventLog, principal: str, operator: bool):
+    def __init__(
+        self,
+        events: EventLog,
+        principal: str,
+        operator: bool,
+        denied: dict[str, asyncio.Event] | None = None,
+    ):
         self.events = events
         self.principal = principal
         self.operator = operator
-        self._denied: dict[str, asyncio.Event] = {}  # subjects the server refused us
+        # Subjects the server refused this connection, as its error callback hears them.
+        self._denied = denied if denied is not None else {}
 
     @classmethod
     async def connect(cls, url: str, identity: Identity | None = None) -> "AsyncClient":
@@ -91,9 +98,7 @@ class AsyncClient:
             error_cb=on_error,
             **connect_options(principal, identity),
         )
-        client = cls(EventLog(nc), principal, identity.operator if identity else True)
-        client._denied = denied
-        return client
+        return cls(EventLog(nc), principal, identity.operator if identity else True, denied)
 
     async def close(self) -> None:
         await self.events.close()

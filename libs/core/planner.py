@@ -73,8 +73,10 @@ from allot.proto.events import (
     Admission,
     Hold,
     JobSpec,
+    Meta,
     PendingReason,
     Placement,
+    PlanComputed,
     Preemption,
     ReasonParams,
 )
@@ -162,6 +164,32 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     def empty(self) -> bool:
         """Nothing to record: appending it would only answer every event with a plan."""
         return not (self.admissions or self.pending or self.preemptions or self.holds)
+
+    def recorded(
+        self,
+        meta: Meta,
+        *,
+        basis_seq: int,
+        now: int,
+        policy: str,
+        policy_hash: str,
+        code_version: str,
+    ) -> PlanComputed:
+        """The plan as the log records it: its decisions, and what they were computed from
+        (``waiting`` and ``reservation`` are not recorded)."""
+        return PlanComputed(
+            meta=meta,
+            basis_seq=basis_seq,
+            now=now,
+            policy=policy,
+            policy_hash=policy_hash,
+            code_version=code_version,
+            admissions=self.admissions,
+            pending=self.pending,
+            ranks=self.ranks,
+            preemptions=self.preemptions,
+            holds=self.holds,
+        )
 
 
 def policy_hash(policy: Policy) -> str:

@@ -52,7 +52,6 @@ from allot.proto.events import (
     Meta,
     NodeLost,
     NodeRegistered,
-    PlanComputed,
     PolicyAdopted,
     StopRequested,
     UsageCharged,
@@ -344,11 +343,9 @@ class Simulator:
         if decided.empty:
             return
         self._add(
-            PlanComputed(
-                meta=self._meta(), basis_seq=self.state.seq, now=self.now, policy=self.policy.name,
-                policy_hash=self.policy_hash, code_version="sim", admissions=decided.admissions,
-                pending=decided.pending, preemptions=decided.preemptions, ranks=decided.ranks,
-                holds=decided.holds,
+            decided.recorded(
+                self._meta(), basis_seq=self.state.seq, now=self.now, policy=self.policy.name,
+                policy_hash=self.policy_hash, code_version="sim",
             )
         )  # fmt: skip
         for admission in decided.admissions:

@@ -19,7 +19,7 @@ from allot.core import DEFAULT_POLICY, PlanMemo, Policy, State, plan, policy_has
 from allot.core.accounts import parse_duration
 from allot.core.fairshare import FairSharePolicy
 from allot.core.maxwait import overdue
-from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
+from allot.proto.events import MaxWaitExceeded, PolicyAdopted
 from allot.services.runtime import Clock, code_version, follow_state, stamp
 
 log = logging.getLogger("allot.planner")
@@ -86,18 +86,13 @@ class Planner:
         decided = plan(self.state, now, self.policy, self._memo)
         if decided.empty:
             return
-        event = PlanComputed(
-            meta=stamp("planner", self.clock),
+        event = decided.recorded(
+            stamp("planner", self.clock),
             basis_seq=self.state.seq,
             now=now,
             policy=self.policy.name,
             policy_hash=self.policy_hash,
             code_version=self.code_version,
-            admissions=decided.admissions,
-            pending=decided.pending,
-            ranks=decided.ranks,
-            preemptions=decided.preemptions,
-            holds=decided.holds,
         )
         try:
             appended = await self.events.append(

@@ -2,9 +2,7 @@
 and the planner plans once per batch of events it has received, not once per event."""
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient
@@ -13,6 +11,7 @@ from allot.proto.events import AccountDefined, AccountSettings
 from allot.services.ledger.app import Ledger
 from allot.services.planner.app import Planner
 from tests import builders as b
+from tests.aio import background
 
 ACCOUNTS = 5_000
 
@@ -25,19 +24,6 @@ class CountingPlanner(Planner):
     async def plan_once(self) -> None:
         self.cycles += 1
         await super().plan_once()
-
-
-@contextlib.asynccontextmanager
-async def running(*services: Ledger | Planner) -> AsyncIterator[None]:
-    tasks = [asyncio.create_task(service.run()) for service in services]
-    try:
-        yield
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 async def until(condition: object, timeout: float) -> None:
@@ -53,7 +39,10 @@ async def test_a_job_submitted_during_a_5000_account_apply_is_admitted_at_once(
     ledger, planner = Ledger(event_log), CountingPlanner(event_log)
     tree: dict[str, dict[str, object]] = {"lab": {}, "lab/team": {}}
     tree |= {f"lab/t{i:04d}": {"weight": 1 + i % 3} for i in range(ACCOUNTS - len(tree))}
-    async with running(ledger, planner), await AsyncClient.connect(nats_server.url) as client:
+    async with (
+        background(ledger.run(), planner.run()),
+        await AsyncClient.connect(nats_server.url) as client,
+    ):
         await client.ready(timeout=10, services=("ledger",))
         await client.apply_accounts({"lab": {}, "lab/team": {}})
         started = time.monotonic()
@@ -90,7 +79,7 @@ async def test_the_planner_folds_what_has_arrived_before_it_plans_again(
     # A job that cannot be placed: every cycle ranks the accounts to say why it waits.
     await event_log.append(b.submitted("too-big", gpus=16))
     planner = CountingPlanner(event_log)
-    async with running(planner):
+    async with background(planner.run()):
         await until(lambda: planner.state.jobs.get("too-big") is not None, timeout=10)
         before = planner.cycles
         defined = [

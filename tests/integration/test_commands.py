@@ -115,4 +115,4 @@ async def test_a_message_whose_replies_go_elsewhere_than_its_senders_inbox_is_no
         with contextlib.suppress(asyncio.CancelledError):
             await serving
         await nc.close()
-    assert handled == [Sender(principal=SENDER, command=COMMAND, operator=True)]
+    assert handled == [Sender(principal=SENDER, operator=True)]

@@ -2,7 +2,6 @@
 again on the next event or look; it never ends the service."""
 
 import asyncio
-import contextlib
 from typing import Any
 
 from allot.bus import EventLog
@@ -11,6 +10,7 @@ from allot.proto.events import NodeLost
 from allot.services.runtime import follow_state
 from allot.services.telemetry.app import Telemetry
 from tests import builders as b
+from tests.aio import background
 
 
 async def test_the_log_is_followed_on_after_a_decision_fails(event_log: EventLog) -> None:
@@ -21,8 +21,7 @@ async def test_the_log_is_followed_on_after_a_decision_fails(event_log: EventLog
         if len(calls) == 2:
             raise TimeoutError("the bus took too long")
 
-    following = asyncio.create_task(follow_state(event_log, state, decide))
-    try:
+    async with background(follow_state(event_log, state, decide)) as [following]:
         async with asyncio.timeout(10):
             while not calls:  # on the empty log
                 await asyncio.sleep(0.01)
@@ -32,10 +31,6 @@ async def test_the_log_is_followed_on_after_a_decision_fails(event_log: EventLog
                 while state.seq <= n or len(calls) < n + 2:
                     assert not following.done(), following.exception()
                     await asyncio.sleep(0.01)
-    finally:
-        following.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await following
     assert calls == [0, 1, 2, 3]
 
 
@@ -54,14 +49,8 @@ async def test_telemetry_declares_a_loss_it_failed_to_append_at_its_next_look(
     event_log.append = append_refusing_the_first_loss  # type: ignore[method-assign]
     await event_log.append(b.node("n1"))
     telemetry = Telemetry(event_log, node_timeout_s=0.5)
-    watching = asyncio.create_task(telemetry.run())
-    try:
-        async with asyncio.timeout(10):
-            while not (telemetry.state.nodes.get("n1") and telemetry.state.nodes["n1"].lost):
-                assert not watching.done(), watching.exception()
-                await asyncio.sleep(0.05)
-    finally:
-        watching.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watching
+    async with background(telemetry.run()) as [watching], asyncio.timeout(10):
+        while not (telemetry.state.nodes.get("n1") and telemetry.state.nodes["n1"].lost):
+            assert not watching.done(), watching.exception()
+            await asyncio.sleep(0.05)
     assert refusals == ["n1"]

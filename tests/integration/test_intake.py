@@ -177,7 +177,7 @@ async def test_a_submission_sees_an_account_the_log_holds_but_intake_has_not_fol
     apply_record(service.state, (await event_log.read(1, 1))[0])  # it knows "lab" only
     assert list(service.state.accounts) == ["lab"]
     payload = msgspec.json.encode(SubmitRequest(spec=spec(account="lab/new")))
-    operator = Sender(principal="ops", command="submit", operator=True)
+    operator = Sender(principal="ops", operator=True)
     submitting = asyncio.create_task(service.submit(payload, operator))  # runs first: behind
     following = asyncio.create_task(service.run())
     try:

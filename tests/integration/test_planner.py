@@ -10,6 +10,7 @@ from allot.proto.events import AccountDefined, AccountSettings, MaxWaitExceeded,
 from allot.services.planner.app import Planner
 from allot.services.runtime import Clock
 from tests import builders as b
+from tests.aio import background
 
 
 async def test_two_racing_planners_never_admit_the_same_gpus(
@@ -19,28 +20,23 @@ async def test_two_racing_planners_never_admit_the_same_gpus(
     await event_log.append(b.node("n2", 8))
     logs = [await EventLog.connect(nats_server.url) for _ in range(2)]
     planners = [Planner(log) for log in logs]
-    running = [asyncio.create_task(p.run()) for p in planners]
     try:
-        for i in range(40):
-            await event_log.append(b.submitted(f"j{i}", gpus=1 + i % 3))
-        state = State()
-        async with asyncio.timeout(20):
-            while True:
-                state = State()
-                for record in await event_log.read():
-                    apply_record(state, record)
-                waiting = [state.jobs[j] for j in state.pending]
-                if all(job.reason is not None for job in waiting) and sum(
-                    j.status == JobStatus.ADMITTED for j in state.jobs.values()
-                ):
-                    break
-                await asyncio.sleep(0.05)
+        async with background(*(p.run() for p in planners)):
+            for i in range(40):
+                await event_log.append(b.submitted(f"j{i}", gpus=1 + i % 3))
+            state = State()
+            async with asyncio.timeout(20):
+                while True:
+                    state = State()
+                    for record in await event_log.read():
+                        apply_record(state, record)
+                    waiting = [state.jobs[j] for j in state.pending]
+                    if all(job.reason is not None for job in waiting) and sum(
+                        j.status == JobStatus.ADMITTED for j in state.jobs.values()
+                    ):
+                        break
+                    await asyncio.sleep(0.05)
     finally:
-        for task in running:
-            task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
         for log in logs:
             await log.close()
 

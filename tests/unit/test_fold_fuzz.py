@@ -2,7 +2,6 @@
 raises nothing but a decode error, the fold never fails a rule, plans can always be made,
 and replay reads it all."""
 
-import msgspec
 import pytest
 
 from allot.bus.codec import encode
@@ -10,24 +9,19 @@ from allot.bus.eventlog import Record, make_record
 from allot.core import DEFAULT_POLICY, PlanMemo, State, apply_record, plan, policy_hash
 from allot.core.fold import RULE_FAILED
 from allot.core.replay import state_at, verify
-from allot.proto.events import PlanComputed
 from tests import builders as b
 from tests.fuzz import Fuzzer
 
 
 def planned(state: State, now: int, memo: PlanMemo) -> bytes:
     """What the planner service appends for ``state``."""
-    decided = plan(state, now, DEFAULT_POLICY, memo)
-    fields = msgspec.structs.asdict(decided)
-    fields = {k: v for k, v in fields.items() if k in PlanComputed.__struct_fields__}
-    event = PlanComputed(
-        meta=b.meta(at=now),
+    event = plan(state, now, DEFAULT_POLICY, memo).recorded(
+        b.meta(at=now),
         basis_seq=state.seq,
         now=now,
         policy=DEFAULT_POLICY.name,
         policy_hash=policy_hash(DEFAULT_POLICY),
         code_version="test",
-        **fields,
     )
     return encode(event)
 

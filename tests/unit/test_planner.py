@@ -253,7 +253,6 @@ def test_a_plan_tells_at_most_a_thousand_jobs_queued_and_the_next_the_rest() -> 
 def test_a_plan_states_the_ranks_of_the_accounts_it_names_not_of_every_account() -> None:
     """With thousands of accounts waiting, ranking each of them would make a plan larger
     than the log's largest event, and no plan could be stored at all."""
-    from allot.proto.events import PlanComputed
     from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 
     accounts = 12_000
@@ -263,17 +262,12 @@ def test_a_plan_states_the_ranks_of_the_accounts_it_names_not_of_every_account()
     named = {state.jobs[r.job_id].spec.account for r in [*decided.admissions, *decided.pending]}
     assert len(named) < accounts / 5
     assert [r.account for r in decided.ranks] == sorted(named)
-    recorded = PlanComputed(
-        meta=b.meta(),
+    recorded = decided.recorded(
+        b.meta(),
         basis_seq=state.seq,
         now=2000,
         policy="allot",
         policy_hash=policy_hash(DEFAULT_POLICY),
         code_version="test",
-        admissions=decided.admissions,
-        pending=decided.pending,
-        preemptions=decided.preemptions,
-        ranks=decided.ranks,
-        holds=decided.holds,
     )
     assert len(msgspec.json.encode(recorded)) < MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES

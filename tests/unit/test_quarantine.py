@@ -8,7 +8,7 @@ from allot.bus.eventlog import Record, make_record
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, refold
 from allot.core.planner import policy_hash
 from allot.core.replay import state_at, verify
-from allot.proto.events import EventQuarantined, PlanComputed
+from allot.proto.events import EventQuarantined
 from allot.proto.subjects import subject_for
 from tests import builders as b
 
@@ -91,18 +91,13 @@ def test_replay_verifies_a_plan_made_after_a_quarantine() -> None:
     live = fold(log)
     decided = plan(live, 5_000, DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["honest"]
-    recorded = PlanComputed(
-        meta=b.meta(),
+    recorded = decided.recorded(
+        b.meta(),
         basis_seq=live.seq,
         now=5_000,
         policy=DEFAULT_POLICY.name,
         policy_hash=policy_hash(DEFAULT_POLICY),
         code_version="test",
-        admissions=decided.admissions,
-        pending=decided.pending,
-        ranks=decided.ranks,
-        preemptions=decided.preemptions,
-        holds=decided.holds,
     )
     log = records(*[r.event for r in log], recorded)
     result = verify(log, log, "test")

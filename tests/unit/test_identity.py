@@ -1,0 +1,44 @@
+from pathlib import Path
+
+import pytest
+
+from allot.bus.identity import IdentityError, Keyring, load
+from allot.bus.permissions import permissions
+
+
+def test_an_identity_is_kept_private_and_read_back(tmp_path: Path) -> None:
+    keyring = Keyring(tmp_path / "ids")
+    path = keyring.add("alice", "user")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "ids").stat().st_mode & 0o777 == 0o700
+    alice = load(path)
+    assert (alice.name, alice.role, alice.public_key[0]) == ("alice", "user", "U")
+    assert keyring.all() == [alice]
+
+
+@pytest.mark.parametrize("name", ["alice", "../escape", "x" * 65, "a.b", ""])
+def test_a_name_is_taken_once_and_must_be_a_principal(tmp_path: Path, name: str) -> None:
+    keyring = Keyring(tmp_path)
+    keyring.ensure("alice", "user")
+    with pytest.raises(IdentityError, match="name="):
+        keyring.add(name, "operator")
+    assert [i.name for i in keyring.all()] == ["alice"]
+
+
+@pytest.mark.parametrize("content", [b"", b"{}", b'{"name":"a","role":"user","seed":"SUx"}'])
+def test_a_broken_identity_file_is_refused_by_name(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(IdentityError, match="not an Allot identity"):
+        load(path)
+
+
+def test_a_user_may_publish_only_its_own_commands_and_no_event(tmp_path: Path) -> None:
+    user = load(Keyring(tmp_path).add("alice", "user"))
+    allowed = permissions(user)["publish"]["allow"]
+    assert not [s for s in allowed if s.startswith("allot.evt")]
+    assert [s for s in allowed if s.startswith("allot.cmd")] == [
+        "allot.cmd.alice.submit",
+        "allot.cmd.alice.cancel",
+    ]
+    assert permissions(user)["subscribe"]["allow"] == ["_INBOX_alice.>"]
