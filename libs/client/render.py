@@ -280,6 +280,7 @@ def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
         "status": str(job.status),
         "tier": job.spec.tier,
         "account": job.spec.account,
+        "submitted_by": job.submitted_by or None,  # None: submitted before identities
         "account_standing": None
         if standing is None
         else {
@@ -310,6 +311,8 @@ def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
 
 def explain_text(view: dict[str, Any]) -> str:
     lines = [f"{view['job_id']}: {view['status']} ({view['tier']}, account {view['account']})"]
+    if view.get("submitted_by"):
+        lines.append(f"  submitted by {view['submitted_by']}")
     if "position" in view:
         lines.append(
             f"  waiting: position {view['position']} of {view['queue_length']}: {view['reason']}"

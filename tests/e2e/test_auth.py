@@ -94,6 +94,10 @@ async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> N
 
         state = await alice.state()
     assert state.jobs[mine.job_id].submitted_by == "alice"
+    explained = cli(stack, "explain", mine.job_id, "--json")
+    assert json.loads(explained.stdout)["submitted_by"] == "alice"
+    assert f'job_id="{mine.job_id}"' in (tail := cli(stack, "log", "tail", "-n", "50").stdout)
+    assert 'by="vera"' in tail
     assert state.jobs[theirs.job_id].submitted_by == "bob"
     by = {(r.type, json.loads(r.data).get("by")) for r in await stack_records(stack)}
     assert {
