@@ -107,6 +107,8 @@ class EventLog:
             await self.nc.close()
 
     async def ensure_stream(self) -> None:
+        """Create the stream if there is none yet. An identity that may not (a node agent:
+        the server lets the request go unanswered) waits until someone who may has."""
         s = self.settings
         config = StreamConfig(
             name=s.name,
@@ -115,10 +117,16 @@ class EventLog:
             duplicate_window=s.duplicate_window_s,
             max_msg_size=s.max_msg_size,
         )
-        try:
-            await self.js.stream_info(s.name)
-        except NotFoundError:
-            await self.js.add_stream(config)
+        while True:
+            try:
+                await self.js.stream_info(s.name)
+                return
+            except NotFoundError:
+                try:
+                    await self.js.add_stream(config)
+                    return
+                except nats.errors.TimeoutError:
+                    await asyncio.sleep(RECONNECT_CHECK_S)
 
     async def append(
         self,

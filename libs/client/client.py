@@ -22,7 +22,8 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from allot.bus.eventlog import EventLog, Record
-from allot.bus.identity import Identity, connect_options, load
+from allot.bus.identity import Identity, IdentityError, connect_options, load
+from allot.bus.urls import redacted
 from allot.core import JobRecord, State, apply_record, refold
 from allot.proto.commands import (
     AccountsApplyReply,
@@ -85,19 +86,31 @@ class AsyncClient:
             identity = load(Path(os.environ["ALLOT_IDENTITY"]))
         principal = identity.name if identity is not None else local_principal()
         denied: dict[str, asyncio.Event] = {}
+        unknown: list[Exception] = []
 
         async def on_error(error: Exception) -> None:
             refused = _PUBLISH_REFUSED.search(str(error))
             if refused:
                 denied.setdefault(refused[1], asyncio.Event()).set()
+            elif "authorization violation" in str(error).lower():
+                unknown.append(error)
 
-        nc = await nats.connect(
-            url,
-            name="allot-client",
-            max_reconnect_attempts=3,
-            error_cb=on_error,
-            **connect_options(principal, identity),
-        )
+        try:
+            nc = await nats.connect(
+                url,
+                name="allot-client",
+                max_reconnect_attempts=3,
+                error_cb=on_error,
+                **connect_options(principal, identity),
+            )
+        except nats.errors.NoServersError:
+            if not unknown:
+                raise
+            who = f"the identity {principal!r}" if identity else "a client without an identity"
+            raise IdentityError(
+                f"the NATS server at {redacted(url)} does not admit {who}: ask its operator "
+                "for one (`allot users add NAME`) and set ALLOT_IDENTITY to its file"
+            ) from None
         return cls(EventLog(nc), principal, identity.operator if identity else True, denied)
 
     async def close(self) -> None:

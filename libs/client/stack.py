@@ -156,6 +156,8 @@ class Stack:
             for node in self.nodes:
                 self.keyring.ensure(node.node_id, "node", node.node_id)
         await self.nats.start()
+        async with await self.client() as operator:  # before a node agent needs it
+            await operator.events.ensure_stream()
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", [])

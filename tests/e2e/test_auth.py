@@ -11,7 +11,7 @@ import nats
 import pytest
 
 from allot.bus import Record
-from allot.bus.identity import load
+from allot.bus.identity import load, new_identity, save
 from allot.client import AsyncClient, CommandError
 from allot.client.stack import Stack
 from allot.proto.events import JobSpec
@@ -44,6 +44,22 @@ async def test_without_an_identity_nothing_connects(stack: Stack) -> None:
         await asyncio.wait_for(
             nats.connect(stack.url, max_reconnect_attempts=0, connect_timeout=2), 10
         )
+
+
+async def test_the_cli_says_plainly_that_an_identity_is_not_admitted(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALLOT_HOME", str(tmp_path / "nobody-home"))
+    stranger = tmp_path / "stranger.json"
+    save(new_identity("stranger", "user"), stranger)
+    for identity, who in [
+        (stranger, "the identity 'stranger'"),
+        (None, "a client without an identity"),
+    ]:
+        done = cli(stack.url, "status", identity=identity)
+        assert done.returncode != 0
+        assert f"does not admit {who}" in done.stderr
+        assert "Traceback" not in done.stderr
 
 
 async def test_a_user_cannot_append_to_the_log(stack: Stack) -> None:
