@@ -20,7 +20,11 @@ from allot.proto.events import (
     AccountsApplied,
     Event,
     EventQuarantined,
+    JobCancelled,
+    JobCheckpointed,
     JobEvent,
+    JobExited,
+    JobStarted,
     NodeEvent,
     PlanComputed,
     PolicyAdopted,
@@ -104,9 +108,17 @@ def heartbeat(node_id: str) -> str:
     return f"allot.hb.{_token(node_id)}"
 
 
+# What a node agent reports of the jobs placed on its node: appended under the node too,
+# ``allot.evt.job.<job>.<node>.<type>``, so that the server can refuse a node's report for
+# another node's job (logs written before said ``allot.evt.job.<job>.<type>``).
+NODE_REPORTS: Final = (JobStarted, JobCheckpointed, JobExited, JobCancelled)
+
+
 def subject_for(event: Event) -> str:
     """The subject an event is appended under: by entity, then by type."""
     tag = type(event).__struct_config__.tag
+    if isinstance(event, NODE_REPORTS) and event.node_id is not None:
+        return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{_token(event.node_id)}.{tag}"
     if isinstance(event, JobEvent):
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
     if isinstance(event, NodeEvent):
@@ -122,6 +134,23 @@ def subject_for(event: Event) -> str:
     if isinstance(event, EventQuarantined):
         return f"{EVENTS_PREFIX}.log.{tag}"
     raise TypeError(f"no subject for event type {type(event).__name__}")
+
+
+def under_own_subject(subject: str, event: Event) -> str | None:
+    """Why ``event`` does not belong under ``subject``; None if it does. The server decides
+    who may publish under which subject, so an event counts only under its own: a node
+    agent may not report, under its own node, what another node's job did."""
+    try:
+        expected = subject_for(event)
+    except ValueError as error:
+        return str(error)
+    if subject == expected:
+        return None
+    if isinstance(event, NODE_REPORTS):  # as written before reports named their node
+        tag = type(event).__struct_config__.tag
+        if subject == f"{EVENTS_PREFIX}.job.{event.job_id}.{tag}":
+            return None
+    return f"appended under {subject[:300]}, not its own subject {expected}"
 
 
 def _token(value: str) -> str:

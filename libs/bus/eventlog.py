@@ -27,7 +27,7 @@ from allot.bus.identity import Identity, connect_options
 from allot.bus.urls import redacted
 from allot.proto.events import Event, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
-from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for
+from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for, under_own_subject
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
@@ -317,6 +317,8 @@ def make_record(
         error = ""
     except msgspec.DecodeError as problem:
         event, error = None, f"undecodable {type_name}: {problem}"
+    if event is not None and (misplaced := under_own_subject(subject, event)):
+        event, error = None, f"misplaced {type_name}: {misplaced}"
     return Record(
         seq=seq,
         subject=subject,

@@ -23,6 +23,7 @@ from allot.proto.subjects import (
     EVENTS_PREFIX,
     HEARTBEATS,
     NODE_COMMAND,
+    NODE_REPORTS,
     PLAN_EVENTS,
     STREAM,
     SUBMIT,
@@ -69,9 +70,6 @@ ANSWERS = {
     "intake": [SUBMIT, CANCEL, ADMIN + SUBMIT, ADMIN + CANCEL, NODE_COMMAND],
     "ledger": [ACCOUNTS_APPLY, BUDGET_GRANT],
 }
-# What a node agent reports of the jobs on its node. Their subjects do not name the node,
-# so the fold checks that the node reporting is the one the job was placed on.
-NODE_REPORTS = ["JobStarted", "JobCheckpointed", "JobExited", "JobCancelled"]
 
 
 def permissions(identity: Identity) -> dict[str, Any]:
@@ -102,7 +100,7 @@ def permissions(identity: Identity) -> dict[str, Any]:
         publish += [
             heartbeat(node),
             f"{EVENTS_PREFIX}.node.{node}.NodeRegistered",
-            *(f"{_JOB}.{kind}" for kind in NODE_REPORTS),
+            *(f"{_JOB}.{node}.{kind.__struct_config__.tag}" for kind in NODE_REPORTS),
         ]
     block: dict[str, Any] = {
         "publish": {"allow": publish},

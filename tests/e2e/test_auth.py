@@ -10,13 +10,13 @@ import msgspec
 import nats
 import pytest
 
-from allot.bus import Record
+from allot.bus import EventLog, Record
 from allot.bus.identity import load, new_identity, save
 from allot.client import AsyncClient, CommandError
 from allot.client.stack import Stack
 from allot.proto.events import JobSpec
 from allot.proto.subjects import ACCOUNTS_APPLY, SUBMIT
-from tests.stack import cli
+from tests.stack import cli, running, until
 
 TREE = {
     "lab": {},
@@ -123,6 +123,41 @@ async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> N
         ("JobCancelRequested", "vera"),
         ("JobCancelRequested", "bob"),
     } <= by
+
+
+async def test_a_node_agent_cannot_report_for_another_nodes_job(stack: Stack) -> None:
+    """node-2's identity, as a compromised agent would use it, against a job on node-1."""
+    async with await stack.client() as admin:
+        reply = await admin.submit(JobSpec(account="lab/a", gpus=4, command=["sleep", "60"]))
+        assert reply.job_id is not None
+        job_id = reply.job_id
+        await until(admin, lambda s: running(s, job_id))
+    node_2 = load(stack.data_dir / "identities" / "node-2.json")
+    forger = await EventLog.connect(stack.url, identity=node_2)
+    try:
+        before = await forger.last_seq()
+        exited = {"job_id": job_id, "exit_code": 0, "output_path": "-", "meta": {"id": "f1",
+                  "at": 1, "producer": "node-2"}, "type": "JobExited"}  # fmt: skip
+        # Under node-1's subject: the server refuses it.
+        body = msgspec.json.encode({**exited, "node_id": "node-1"})
+        with pytest.raises(nats.errors.TimeoutError):
+            await forger.js.publish(f"allot.evt.job.{job_id}.node-1.JobExited", body, timeout=2)
+        assert await forger.last_seq() == before
+        # Under its own: stored, but the fold takes neither a report naming another node
+        # nor one for a job that is not on its node.
+        for node_id in ("node-1", "node-2"):
+            body = msgspec.json.encode({**exited, "node_id": node_id})
+            await forger.js.publish(f"allot.evt.job.{job_id}.node-2.JobExited", body)
+    finally:
+        await forger.close()
+    async with await stack.client() as admin:
+        state = await admin.state()
+    assert running(state, job_id)
+    misplaced, not_there = (i.reason for i in state.ignored[-2:])
+    assert misplaced.startswith("misplaced JobExited: appended under ")
+    assert not_there == (
+        f"job {job_id} is running on node-1 in attempt 0; the report is from node-2 about attempt 0"
+    )
 
 
 async def test_an_operator_may_do_anything(stack: Stack) -> None:

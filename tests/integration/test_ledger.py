@@ -3,6 +3,7 @@
 import asyncio
 import time
 import tomllib
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from allot.client import AsyncClient, CommandError
 from allot.core import State, apply_record
 from allot.core.accounts import MAX_CHANGES
 from allot.proto.commands import BudgetGrantRequest
-from allot.proto.events import AccountsApplied
+from allot.proto.events import AccountsApplied, UsageCharged
 from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT
 from allot.services.ledger.app import Ledger
 from tests import builders as b
@@ -196,8 +197,10 @@ async def test_one_accounting_tick_appends_each_charge_once(event_log: EventLog)
     appended = sum(r.type == "UsageCharged" for r in records)
     folded = state.usage_version  # one for each charge the fold took
     assert (appended, folded) == (folded, folded)
-    assert folded >= len(jobs)
-    assert folded % len(jobs) == 0  # whole ticks, each job once in each
+    # Each tick charges each job once; the ledger may be stopped halfway through a tick.
+    charges = Counter(r.event.job_id for r in records if isinstance(r.event, UsageCharged))
+    assert set(charges) == set(jobs)
+    assert max(charges.values()) - min(charges.values()) <= 1
 
 
 DEEP = b'{"account":"lab","junk":' + b"[" * 1000 + b"]" * 1000 + b"}"
