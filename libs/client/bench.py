@@ -29,7 +29,12 @@ def percentile(values: list[float], q: float) -> float:
 
 async def bench(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="allot-bench-") as tmp:
-        stack = Stack(Path(tmp), [NodeShape(node_id="node-1", gpus=8)], restart=False)
+        stack = Stack(
+            Path(tmp),
+            [NodeShape(node_id="node-1", gpus=8)],
+            restart=False,
+            secure=not args.insecure,
+        )
         await stack.start()
         try:
             async with await stack.client() as client:

@@ -660,6 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stack.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
     stack.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
+    stack.add_argument(
+        "--insecure", action="store_true", help="without identities, to measure what they cost"
+    )
 
     ledger = add_bench("ledger", cmd_bench_ledger, "the ledger's fold and fair-share ranking")
     ledger.add_argument("--events", type=int, default=200_000, help="events in the synthetic log")
