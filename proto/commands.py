@@ -1,10 +1,21 @@
-"""Commands: request/reply messages between clients and the intake service."""
+"""Commands: request/reply messages between clients and the services that answer them.
 
-from typing import Any, Literal
+A request with a field it does not know is refused, naming the field: a client that
+misspells one learns so at once instead of getting a job or a grant without it.
+"""
+
+import difflib
+import re
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from allot.proto.events import JobSpec
+from allot.proto.limits import MAX_KEY, MAX_REASON, shown
+
+Reason = Annotated[
+    str, msgspec.Meta(description="why, in words", extra_json_schema={"maxLength": MAX_REASON})
+]
 
 
 class FieldError(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,9 +29,85 @@ class FieldError(msgspec.Struct, frozen=True, kw_only=True):
         return f"{self.field}={self.value!r}: {self.message}"
 
 
-class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True):
+_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(.*)`$")
+_MISSING = re.compile(r"^Object missing required field `(.*)`$")
+_STEP = re.compile(r"\.?([^.\[]+)|\[(\d+|\.\.\.)\]")
+
+
+def decode_problem(error: msgspec.MsgspecError, given: object, kind: type) -> FieldError:
+    """msgspec's "Expected `int`, got `str` - at `$.spec.gpus`" for a ``kind`` decoded
+    from ``given`` (the same message decoded untyped, or None where it is not JSON) as a
+    field error: the field (``spec.`` left out, as the checks after decoding name it), the
+    value it got, and what is accepted. An unknown field is named, with the nearest known
+    one."""
+    text = str(error)
+    where = _AT_PATH.search(text)
+    steps = [name or index for name, index in _STEP.findall(where.group(1) if where else "")]
+    message = text[: where.start()] if where else text
+    if unknown := _UNKNOWN.match(message):
+        steps.append(unknown.group(1))
+        message = _no_such_field(steps[-1], _field_names(kind, steps[:-1]))
+    elif missing := _MISSING.match(message):
+        steps.append(missing.group(1))
+        message = "required"
+    field = "".join(f"[{s}]" if s.isdigit() or s == "..." else f".{s}" for s in steps)
+    return FieldError(
+        field=shown(field.removeprefix(".").removeprefix("spec.") or "request"),
+        value=_value_at(given, steps),
+        message=shown(message, 1000),
+    )
+
+
+def _no_such_field(name: str, known: list[str]) -> str:
+    near = [k for k in known if k[:3] == name[:3]] or difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else "."
+    return f"no such field{hint} Accepted: {', '.join(known)}" if known else "no such field"
+
+
+def _field_names(kind: type, steps: list[str]) -> list[str]:
+    """The fields of the struct that ``steps`` lead to from ``kind``; [] if none."""
+    info: Any = msgspec.inspect.type_info(kind)
+    for step in steps:
+        if isinstance(info, msgspec.inspect.StructType):
+            info = next((f.type for f in info.fields if f.encode_name == step), None)
+        elif isinstance(info, msgspec.inspect.ListType):
+            info = info.item_type
+        elif isinstance(info, msgspec.inspect.DictType):
+            info = info.value_type
+        if isinstance(info, msgspec.inspect.UnionType):  # Optional[...]: the one struct
+            info = next((t for t in info.types if isinstance(t, msgspec.inspect.StructType)), info)
+    return (
+        [f.encode_name for f in info.fields] if isinstance(info, msgspec.inspect.StructType) else []
+    )
+
+
+def _value_at(given: object, steps: list[str]) -> str:
+    """What ``given`` holds at ``steps``, as a reply may repeat it; "" where it cannot say
+    (a dict's key, which msgspec does not name)."""
+    value = given
+    for step in steps:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            return ""
+    return "" if value is given else shown(msgspec.json.encode(value).decode())
+
+
+class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     spec: JobSpec
-    idempotency_key: str | None = None
+    idempotency_key: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="the same key from the same account: the same job, submitted once",
+                extra_json_schema={"minLength": 1, "maxLength": MAX_KEY},
+            ),
+        ]
+        | None
+    ) = None
 
 
 class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,9 +117,9 @@ class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError] = []
 
 
-class CancelRequest(msgspec.Struct, frozen=True, kw_only=True):
+class CancelRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     job_id: str
-    reason: str = ""
+    reason: Reason = ""
 
 
 class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,14 +128,14 @@ class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError] = []
 
 
-class NodeCommandRequest(msgspec.Struct, frozen=True, kw_only=True):
+class NodeCommandRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Cordon a node (nothing new lands on it; with ``drain`` its jobs are also stopped
     gracefully, each once past its minimum runtime) or uncordon it."""
 
     node_id: str
     action: Literal["cordon", "uncordon"]
     drain: bool = False
-    reason: str = ""
+    reason: Reason = ""
 
 
 class NodeCommandReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,7 +144,7 @@ class NodeCommandReply(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError] = []
 
 
-class AccountsApplyRequest(msgspec.Struct, frozen=True, kw_only=True):
+class AccountsApplyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole account tree as a file declares it: path -> settings as written there
     (``max_wait`` as a duration such as ``"4h"``). The ledger validates and converts it."""
 
@@ -71,7 +158,7 @@ class AccountsApplyReply(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError] = []
 
 
-class BudgetGrantRequest(msgspec.Struct, frozen=True, kw_only=True):
+class BudgetGrantRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A budget for an account: ``gpu_hours`` per ``period``, or a ``share`` (0..1) of the
     cluster's GPU time per period. Durations are written as in files: ``7d``, ``12h``."""
 

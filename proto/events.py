@@ -5,9 +5,11 @@ by the publisher), the producing service and the schema version. Times and durat
 integer nanoseconds; GPU quantities are integers.
 """
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 import msgspec
+
+from allot.proto import limits
 
 # The schema version events are written with. Version 2: an admission lists placements (one
 # per node) where version 1 had one node_id and its gpus. Older events are upcast as they are
@@ -62,28 +64,142 @@ TOPOLOGIES: Final[tuple[Topology, ...]] = ("nvlink", "node", "rack", "any")
 DEFAULT_GRACE_NS: Final = 30 * 10**9
 
 
-class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What a user asked for: ``workers`` processes of ``gpus`` GPUs each, started all at
-    once or not at all (a gang). Later fields arrive with defaults."""
+def _within(description: str, **limits: object) -> msgspec.Meta:
+    """A field's meaning and limits as the JSON Schema states them, for publishers to check
+    before they send. Only stated here: ``allot.core.validate`` enforces them, with a
+    message that names the field, the value and what is accepted."""
+    return msgspec.Meta(description=description, extra_json_schema=limits)
 
-    account: str
-    gpus: int  # per worker; an elastic job's minimum
-    command: list[str]
-    name: str = ""
-    resumable: bool = False
-    env: dict[str, str] = {}
-    workdir: str | None = None
-    cpus: int = 0  # per worker; with memory, makes the charge DRF-weighted (R10)
-    memory_mib: int = 0  # per worker
-    min_runtime_ns: int = 0  # > 0 and a budget left: the job is funded (R8, R13)
-    max_runtime_ns: int | None = None  # the longest it runs, as declared (for reservations)
-    tier: Tier = "batch"  # interactive work goes before batch, batch before best-effort
-    workers: int = 1
-    topology: Topology = "any"  # where the workers' GPUs must be, relative to each other
-    flavor: str | None = None  # a GPU model, e.g. "H100"; None: any model
-    max_gpus: int | None = None  # elastic (one worker): from ``gpus`` up to this many (R6)
-    checkpoint_interval_ns: int | None = None  # how often it checkpoints, as declared
-    grace_ns: int = DEFAULT_GRACE_NS  # from SIGTERM to SIGKILL when it is stopped
+
+_NS = "; integer nanoseconds"
+
+
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a user asked for: ``workers`` processes of ``gpus`` GPUs each, started all at
+    once or not at all (a gang). Later fields arrive with defaults.
+
+    A field it does not know is refused, not dropped: a misspelt ``gpu_count`` must not run
+    a job without it. Readers are upgraded before writers, as for a new event type."""
+
+    account: Annotated[
+        str,
+        _within(
+            "the leaf account the job runs under and is charged to, e.g. 'lab/vision/alice'",
+            pattern=limits.ACCOUNT_PATTERN,
+        ),
+    ]
+    gpus: Annotated[
+        int,
+        _within(
+            "GPUs per worker; an elastic job's minimum",
+            minimum=1,
+            maximum=limits.MAX_GPUS_PER_WORKER,
+        ),
+    ]
+    command: Annotated[
+        list[str],
+        _within(
+            "the program and its arguments; with env at most "
+            f"{limits.MAX_ARGV_ENV_BYTES} bytes together",
+            minItems=1,
+            maxItems=limits.MAX_ARGS,
+        ),
+    ]
+    name: Annotated[str, _within("a name to show", maxLength=limits.MAX_NAME)] = ""
+    resumable: Annotated[
+        bool, _within("it resumes from its last checkpoint when started again")
+    ] = False
+    env: Annotated[
+        dict[str, str],
+        _within(
+            "environment variables (not ALLOT_* or CUDA_VISIBLE_DEVICES)",
+            maxProperties=limits.MAX_ENV,
+            propertyNames={"pattern": limits.ENV_NAME_PATTERN},
+        ),
+    ] = {}
+    workdir: (
+        Annotated[
+            str, _within("an absolute path on the node", pattern="^/", maxLength=limits.MAX_PATH)
+        ]
+        | None
+    ) = None
+    # Per worker; with memory, makes the charge DRF-weighted (R10).
+    cpus: Annotated[int, _within("CPUs per worker", minimum=0, maximum=limits.MAX_CPUS)] = 0
+    memory_mib: Annotated[
+        int, _within("memory per worker, MiB", minimum=0, maximum=limits.MAX_MEMORY_MIB)
+    ] = 0
+    # > 0 and a budget left: the job is funded (R8, R13).
+    min_runtime_ns: Annotated[
+        int,
+        _within(
+            "how long it runs before it may be preempted" + _NS,
+            minimum=0,
+            maximum=limits.MAX_MIN_RUNTIME_NS,
+        ),
+    ] = 0
+    max_runtime_ns: (
+        Annotated[
+            int,
+            _within(
+                "the longest it runs, as declared (for reservations); not below min_runtime_ns"
+                + _NS,
+                minimum=1,
+                maximum=limits.MAX_RUNTIME_NS,
+            ),
+        ]
+        | None
+    ) = None
+    tier: Annotated[
+        Tier, _within("interactive work goes before batch, batch before best-effort")
+    ] = "batch"
+    workers: Annotated[
+        int,
+        _within("processes started all at once (a gang)", minimum=1, maximum=limits.MAX_WORKERS),
+    ] = 1
+    topology: Annotated[
+        Topology, _within("where the workers' GPUs must be, relative to each other")
+    ] = "any"
+    flavor: (
+        Annotated[
+            str,
+            _within(
+                "a GPU model, e.g. 'H100'; leave it out for any",
+                minLength=1,
+                maxLength=limits.MAX_FLAVOR,
+            ),
+        ]
+        | None
+    ) = None
+    max_gpus: (
+        Annotated[
+            int,
+            _within(
+                "elastic (one worker): from gpus up to this many (R6)",
+                minimum=1,
+                maximum=limits.MAX_GPUS_PER_WORKER,
+            ),
+        ]
+        | None
+    ) = None
+    checkpoint_interval_ns: (
+        Annotated[
+            int,
+            _within(
+                "how often it checkpoints, as declared" + _NS,
+                minimum=1,
+                maximum=limits.MAX_RUNTIME_NS,
+            ),
+        ]
+        | None
+    ) = None
+    grace_ns: Annotated[
+        int,
+        _within(
+            "from SIGTERM to SIGKILL when it is stopped" + _NS,
+            minimum=0,
+            maximum=limits.MAX_GRACE_NS,
+        ),
+    ] = DEFAULT_GRACE_NS
 
     @property
     def total_gpus(self) -> int:

@@ -19,6 +19,31 @@ MAX_REQUEST_BYTES: Final = 256 << 10  # a command on allot.cmd.*
 MAX_DEPTH: Final = 32  # levels of nested arrays and objects
 SHOWN_CHARS: Final = 200  # of a value a reply repeats back
 
+# What a job may ask for. The JSON Schema states these (``allot.proto.schema``) so that a
+# publisher in any language can check before it sends; ``allot.core.validate`` enforces
+# them with a message that names the field, the value and what is accepted.
+# An account is a path in the account tree: org/program/project/team, lower-case segments.
+ACCOUNT_PATTERN: Final = r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,62}){0,7}$"
+ENV_NAME_PATTERN: Final = r"^[A-Za-z_][A-Za-z0-9_]*$"
+MAX_NAME: Final = 128
+MAX_KEY: Final = 256  # an idempotency key
+MAX_REASON: Final = 1024  # a cancel's or a cordon's
+MAX_FLAVOR: Final = 64
+MAX_PATH: Final = 4096  # PATH_MAX
+MAX_MIN_RUNTIME_NS: Final = 8 * 3600 * 10**9  # the runtime contract's cap (R13)
+MAX_RUNTIME_NS: Final = 365 * 86400 * 10**9  # a year: longer is a typo, not a plan
+MAX_GRACE_NS: Final = 3600 * 10**9
+MAX_WORKERS: Final = 4096
+MAX_GPUS_PER_WORKER: Final = 1024
+MAX_CPUS: Final = 1 << 16  # per worker; the largest node's count is checked once nodes are known
+MAX_MEMORY_MIB: Final = 1 << 30  # per worker (1 PiB); the same
+# What a job's process is given to start: arguments and environment together. Linux takes
+# at most 128 KiB for one string and about 2 MiB for all of them; a job that needs more
+# belongs in a script file.
+MAX_ARGS: Final = 4096
+MAX_ENV: Final = 1024
+MAX_ARGV_ENV_BYTES: Final = 128 << 10
+
 _NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 
 

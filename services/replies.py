@@ -3,19 +3,17 @@ one reply to every request, whatever its handler does."""
 
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import msgspec
 from nats.aio.msg import Msg
 
-from allot.proto.commands import FieldError
+from allot.proto.commands import FieldError, decode_problem
 from allot.proto.limits import MAX_REQUEST_BYTES, SHOWN_CHARS, check_json, shown
 from allot.proto.subjects import ADMIN, inbox_prefix, sender_and_command
 
 log = logging.getLogger("allot.commands")
-_AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 Request = TypeVar("Request", bound=msgspec.Struct)
 Handler = Callable[[bytes, "Sender"], Awaitable[msgspec.Struct]]
 Reply = TypeVar("Reply", bound=msgspec.Struct)
@@ -112,8 +110,10 @@ def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:
     try:
         check_json(payload, MAX_REQUEST_BYTES)
         return msgspec.json.decode(payload, type=kind)
+    except msgspec.ValidationError as error:  # JSON, within bounds: it can say what it got
+        return decode_problem(error, msgspec.json.decode(payload), kind)
     except msgspec.DecodeError as error:
-        return decode_error(error)
+        return decode_problem(error, None, kind)
     except Exception as error:  # a decoder bug must not cost the service or the reply
         return FieldError(field="request", value="", message=f"cannot decode: {error!r}")
 
@@ -121,15 +121,3 @@ def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:
 def not_stored(error: Exception) -> FieldError:
     """The log did not take the command; the client retries (safely: ids are fixed)."""
     return FieldError(field="log", value="", message=f"not stored, retry: {error}")
-
-
-def decode_error(error: msgspec.DecodeError) -> FieldError:
-    """Turn msgspec's 'Expected `int`, got `str` - at `$.spec.gpus`' into a field error."""
-    text = str(error)
-    match = _AT_PATH.search(text)
-    field = (match.group(1) if match else "") or "request"
-    field = field.removeprefix("spec.")
-    message = text.split(" - at ")[0]
-    if len(message) > 300:  # msgspec quotes what it refused, however long
-        message = message[:300] + "…"
-    return FieldError(field=field[:200], value="", message=message)

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from allot.core.accounts import parse_duration
-from allot.proto.commands import FieldError
+from allot.proto.commands import FieldError, decode_problem
 from allot.proto.events import JobSpec
 
 # Durations, written "30m" in a file: flag (argparse dest) and file name -> JobSpec field.
@@ -86,11 +86,8 @@ def spec_from(args: argparse.Namespace) -> JobSpec:
     fields.setdefault("command", [])
     try:
         return msgspec.convert(fields, JobSpec)
-    except msgspec.ValidationError as error:
-        message, _, where = str(error).partition(" - at `$.")
-        raise SpecError(
-            FieldError(field=where.rstrip("`") or "job", value="", message=message)
-        ) from None
+    except msgspec.ValidationError as error:  # a field the spec does not have, or mistyped
+        raise SpecError(decode_problem(error, fields, JobSpec)) from None
 
 
 def _read_file(path: Path) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
 from allot.core.replay import state_at, verify
-from allot.core.validate import MAX_REASON
 from allot.proto.events import EventQuarantined
+from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
 

@@ -10,31 +10,30 @@ from collections.abc import Callable
 
 from allot.core.model import State
 from allot.core.topology import largest_blocks
+from allot.proto import limits
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
 from allot.proto.events import JobSpec
-from allot.proto.limits import shown
+from allot.proto.limits import (
+    MAX_ARGS,
+    MAX_ARGV_ENV_BYTES,
+    MAX_CPUS,
+    MAX_ENV,
+    MAX_FLAVOR,
+    MAX_GPUS_PER_WORKER,
+    MAX_GRACE_NS,
+    MAX_KEY,
+    MAX_MEMORY_MIB,
+    MAX_MIN_RUNTIME_NS,
+    MAX_NAME,
+    MAX_PATH,
+    MAX_REASON,
+    MAX_RUNTIME_NS,
+    MAX_WORKERS,
+    shown,
+)
 
-# An account is a path in the account tree: org/program/project/team, lower-case segments.
-ACCOUNT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(/[a-z0-9][a-z0-9_-]{0,62}){0,7}$")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_NAME = 128
-MAX_KEY = 256
-MAX_REASON = 1024  # a cancel's or a cordon's
-MAX_FLAVOR = 64
-MAX_PATH = 4096  # PATH_MAX
-MAX_MIN_RUNTIME_NS = 8 * 3600 * 10**9  # the runtime contract's cap (R13)
-MAX_RUNTIME_NS = 365 * 86400 * 10**9  # a year: longer is a typo, not a plan
-MAX_GRACE_NS = 3600 * 10**9
-MAX_WORKERS = 4096
-MAX_GPUS_PER_WORKER = 1024
-MAX_CPUS = 1 << 16  # per worker; the largest node's count is checked once nodes are known
-MAX_MEMORY_MIB = 1 << 30  # per worker (1 PiB); the same
-# What a job's process is given to start: arguments and environment together. Linux takes
-# at most 128 KiB for one string and about 2 MiB for all of them; a job that needs more
-# belongs in a script file.
-MAX_ARGS = 4096
-MAX_ENV = 1024
-MAX_ARGV_ENV_BYTES = 128 << 10
+ACCOUNT_PATTERN = re.compile(limits.ACCOUNT_PATTERN)
+ENV_NAME = re.compile(limits.ENV_NAME_PATTERN)
 
 Bad = Callable[[str, object, str], None]
 

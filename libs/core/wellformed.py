@@ -10,7 +10,7 @@ an event never meet them. A submission is held to the intake's own checks of a s
 from collections.abc import Callable
 from typing import Any
 
-from allot.core.validate import MAX_GRACE_NS, is_account_path, spec_problems
+from allot.core.validate import is_account_path, spec_problems
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
@@ -37,6 +37,7 @@ from allot.proto.events import (
     StopRequested,
     UsageCharged,
 )
+from allot.proto.limits import MAX_GRACE_NS
 from allot.proto.subjects import MAX_ID, is_id
 
 MAX_QUANTITY = (1 << 63) - 1  # nanoseconds, milliseconds, MiB: what a signed 64-bit integer holds

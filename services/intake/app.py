@@ -23,7 +23,6 @@ from allot.core import (
     key_reused,
     known_submission,
     reason_too_long,
-    validate,
     validate_cancel,
     validate_submission,
 )
@@ -45,6 +44,7 @@ from allot.proto.events import (
     NodeEvent,
     NodeUncordoned,
 )
+from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT, from_anyone, health
 from allot.services.replies import Sender, answer, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
@@ -219,7 +219,7 @@ class Intake:
         request = decode_request(payload, NodeCommandRequest)
         if isinstance(request, FieldError):
             return NodeCommandReply(node_id="", errors=[request])
-        if len(request.reason) > validate.MAX_REASON:
+        if len(request.reason) > MAX_REASON:
             return NodeCommandReply(node_id="", errors=[reason_too_long(request.reason)])
         if request.node_id not in self.state.nodes:
             known = ", ".join(sorted(self.state.nodes)[:20]) or "none yet"

@@ -118,8 +118,31 @@ async def test_a_malformed_request_names_the_field(
     msg = await client.events.nc.request(client.subject(SUBMIT), payload, timeout=5)
     reply = msgspec.json.decode(msg.data)
     assert reply["errors"][0]["field"] == "gpus"
+    assert reply["errors"][0]["value"] == '"two"'
     assert "Expected `int`" in reply["errors"][0]["message"]
     assert await event_log.last_seq() == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "value", "words"),
+    [
+        (b'{"spec": {"account": "a", "gpus": 1, "command": ["x"], "priority": 5}}', "priority",
+         "5", "no such field"),
+        (b'{"spec": {"account": "a", "gpu_count": 1, "command": ["x"]}}', "gpu_count",
+         "1", "did you mean 'gpus'?"),
+        (b'{"spec": {"account": "a", "gpus": 1, "command": ["x"]}, "key": "k"}', "key",
+         '"k"', "Accepted: spec, idempotency_key"),
+    ],
+)  # fmt: skip
+async def test_a_field_no_request_has_is_refused_by_name_and_appends_nothing(
+    client: AsyncClient, event_log: EventLog, payload: bytes, field: str, value: str, words: str
+) -> None:
+    before = await event_log.last_seq()
+    msg = await client.events.nc.request(client.subject(SUBMIT), payload, timeout=5)
+    [problem] = msgspec.json.decode(msg.data)["errors"]
+    assert (problem["field"], problem["value"]) == (field, value)
+    assert words in problem["message"]
+    assert await event_log.last_seq() == before
 
 
 async def test_cancel_appends_a_request_and_refuses_unknown_jobs(

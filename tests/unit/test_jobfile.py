@@ -78,3 +78,23 @@ def test_a_bad_job_file_names_the_field(
     with pytest.raises(SpecError) as error:
         spec_for("--file", str(tmp_path / "job.toml"), *argv)
     assert error.value.problem.field == field
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        ("priority = 5", "priority", "no such field"),
+        ("gpu_count = 4", "gpu_count", "did you mean 'gpus'?"),
+        ('gpus = "eight"', "gpus", "Expected `int`"),
+    ],
+)
+def test_a_job_file_field_the_spec_lacks_or_mistypes_is_refused_by_name(
+    tmp_path: Path, line: str, field: str, words: str
+) -> None:
+    written = JOB.replace("gpus = 2", line) if line.startswith("gpus") else line + JOB
+    (tmp_path / "job.toml").write_text(written)
+    with pytest.raises(SpecError) as refused:
+        spec_for("--file", str(tmp_path / "job.toml"))
+    assert refused.value.problem.field == field
+    assert words in refused.value.problem.message
+    assert refused.value.problem.value != ""  # the value it got is shown

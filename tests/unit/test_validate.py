@@ -182,3 +182,56 @@ def test_spec_problems_need_no_state_and_agree_with_the_intake() -> None:
     bad = msgspec.structs.replace(b.spec(gpus=0), cpus=-1, command=[])
     assert [e.field for e in spec_problems(bad)] == ["gpus", "cpus", "command"]
     assert spec_problems(b.spec()) == []
+
+
+def _stated_limits() -> list[tuple[str, str, int | None, int | None]]:
+    """(field, kind of limit, lowest, highest) for every limit the submit schema states on
+    a spec field: what a publisher in another language checks before it sends."""
+    schema = msgspec.json.schema(SubmitRequest)["$defs"]["JobSpec"]["properties"]
+    found = []
+    for field, prop in schema.items():
+        stated = next((p for p in [prop, *prop.get("anyOf", [])] if "type" in p), prop)
+        for low, high, kind in [
+            ("minimum", "maximum", "number"),
+            ("minLength", "maxLength", "length"),
+            ("minItems", "maxItems", "items"),
+            ("minProperties", "maxProperties", "properties"),
+        ]:
+            if low in stated or high in stated:
+                found.append((field, kind, stated.get(low), stated.get(high)))
+    return found
+
+
+def _valued(kind: str, size: int) -> object:
+    """A value of ``size`` for a limit of ``kind``: the number, or so many characters,
+    arguments or variables."""
+    if kind == "number":
+        return size
+    if kind == "length":  # of a path, for workdir's pattern; the others take any text
+        return ("/" + "a" * (size - 1)) if size else ""
+    if kind == "items":
+        return ["x"] * size
+    return {f"V{i}": "1" for i in range(size)}
+
+
+def test_the_schema_states_limits() -> None:
+    stated = {field for field, *_ in _stated_limits()}
+    assert {"gpus", "workers", "min_runtime_ns", "grace_ns", "name", "command", "env"} <= stated
+
+
+@pytest.mark.parametrize(("field", "kind", "low", "high"), _stated_limits())
+def test_every_limit_the_schema_states_is_the_one_validation_holds_to(
+    field: str, kind: str, low: int | None, high: int | None
+) -> None:
+    named = field.removesuffix("_ns")  # validation names durations as files write them
+
+    def refused(size: int) -> bool:
+        spec = msgspec.structs.replace(b.spec(), **{field: _valued(kind, size)})
+        return any(e.field.split(".")[0] == named for e in spec_problems(spec))
+
+    if low is not None:
+        assert not refused(low)
+        assert refused(low - 1)
+    if high is not None:
+        assert not refused(high)
+        assert refused(high + 1)
