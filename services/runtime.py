@@ -17,6 +17,7 @@ import allot.core
 import allot.proto
 from allot.bus.eventlog import EventLog, Record, new_meta
 from allot.bus.identity import IdentityError, load
+from allot.bus.tls import TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Meta
@@ -147,11 +148,14 @@ def run_service(
 
     try:
         identity = load(args.identity) if args.identity else None
-    except IdentityError as error:
+        tls = from_environment()
+    except (IdentityError, TlsError) as error:
         parser.exit(2, f"{parser.prog}: {error}\n")
 
     async def main() -> None:
-        events = await EventLog.connect(args.nats_url, name=f"allot-{name}", identity=identity)
+        events = await EventLog.connect(
+            args.nats_url, name=f"allot-{name}", identity=identity, tls=tls
+        )
         task = asyncio.create_task(serve(args, events))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

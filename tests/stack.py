@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from allot.bus.tls import CA_ENV
 from allot.client import AsyncClient
 from allot.client.stack import Stack
 from allot.core import JobStatus, State
@@ -59,6 +60,8 @@ def cli(
     identity = identity or (None if isinstance(stack, str) else stack.operator)
     if identity is not None:
         env["ALLOT_IDENTITY"] = str(identity)
+    if not isinstance(stack, str) and stack.tls_ca is not None:
+        env[CA_ENV] = str(stack.tls_ca)
     return subprocess.run(
         [sys.executable, "-m", "allot.client.cli", *args],
         env=env,

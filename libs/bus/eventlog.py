@@ -10,6 +10,7 @@ consumers (``consume``) ack after the caller has handled a record: at-least-once
 import asyncio
 import contextlib
 import logging
+import ssl
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 
@@ -84,9 +85,15 @@ class EventLog:
 
     @classmethod
     async def connect(
-        cls, url: str, *, name: str = "allot", identity: Identity | None = None
+        cls,
+        url: str,
+        *,
+        name: str = "allot",
+        identity: Identity | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> "EventLog":
-        """Connect as ``identity`` (None: to a server without authorization, as ``name``)."""
+        """Connect as ``identity`` (None: to a server without authorization, as ``name``),
+        over ``tls`` where given."""
         principal = identity.name if identity is not None else name
         nc = await nats.connect(
             url,
@@ -94,7 +101,7 @@ class EventLog:
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             **_quiet_callbacks(),
-            **connect_options(principal, identity),
+            **connect_options(principal, identity, tls),
         )
         log = cls(nc)
         await log.ensure_stream()

@@ -5,6 +5,7 @@ publish and subscribe (``allot.bus.permissions``); the seed, the secret half, st
 file per identity that only its owner can read."""
 
 import os
+import ssl
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -72,12 +73,17 @@ def load(path: Path) -> Identity:
     return identity
 
 
-def connect_options(principal: str, identity: Identity | None) -> dict[str, Any]:
+def connect_options(
+    principal: str, identity: Identity | None, tls: ssl.SSLContext | None = None
+) -> dict[str, Any]:
     """What ``nats.connect`` needs to connect as ``identity`` (None: to a server without
-    authorization) and take replies in the inbox of ``principal``."""
+    authorization), over ``tls`` where given (``allot.bus.tls``), and take replies in the
+    inbox of ``principal``."""
     options: dict[str, Any] = {"inbox_prefix": inbox_prefix(principal)}
     if identity is not None:
         options["nkeys_seed_str"] = identity.seed
+    if tls is not None:
+        options["tls"] = tls
     return options
 
 

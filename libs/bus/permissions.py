@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from allot.bus.identity import Identity
+from allot.bus.tls import ServerTls
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -114,19 +115,29 @@ def permissions(identity: Identity) -> dict[str, Any]:
 
 
 def server_config(
-    identities: Iterable[Identity], *, host: str, port: int, store_dir: str, pid_file: str
+    identities: Iterable[Identity] | None,
+    *,
+    host: str,
+    port: int,
+    store_dir: str,
+    pid_file: str,
+    tls: ServerTls | None = None,
 ) -> str:
-    """A nats-server config (JSON is valid NATS config) admitting exactly ``identities``."""
-    config = {
+    """A nats-server config (JSON is valid NATS config) admitting exactly ``identities``
+    (None: anyone, to do anything), over TLS where ``tls`` is given."""
+    config: dict[str, Any] = {
         "host": host,
         "port": port,
         "pid_file": pid_file,
         "jetstream": {"store_dir": store_dir},
-        "authorization": {
+    }
+    if identities is not None:
+        config["authorization"] = {
             "users": [
                 {"nkey": identity.public_key, "permissions": permissions(identity)}
                 for identity in sorted(identities, key=lambda i: i.name)
             ]
-        },
-    }
+        }
+    if tls is not None:
+        config["tls"] = tls.config()
     return json.dumps(config, indent=2) + "\n"

@@ -22,6 +22,7 @@ import nats
 
 from allot.bus.identity import Keyring, connect_options
 from allot.bus.permissions import server_config
+from allot.bus.tls import ServerTls, client_context, from_environment
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -102,6 +103,7 @@ class EmbeddedNats:
         port: int | None = None,
         restart: Backoff | None = None,
         keyring: Keyring | None = None,
+        tls: ServerTls | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.host = host
@@ -110,6 +112,7 @@ class EmbeddedNats:
         # With a keyring, only its identities may connect, each with its permissions;
         # without, anyone may, and do anything.
         self.keyring = keyring
+        self.tls = tls  # with it, every connection is TLS
         self._process: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -131,13 +134,13 @@ class EmbeddedNats:
 
     def write_config(self) -> None:
         """The server's config, admitting every identity of the keyring as it is now."""
-        assert self.keyring is not None
         config = server_config(
-            self.keyring.all(),
+            self.keyring.all() if self.keyring is not None else None,
             host=self.host,
             port=self.port,
             store_dir=str(self.data_dir / "jetstream"),
             pid_file=str(self.pid_path),
+            tls=self.tls,
         )
         partial = self.config_path.with_suffix(".partial")
         partial.write_text(config)
@@ -149,7 +152,9 @@ class EmbeddedNats:
         """The server another process started in ``data_dir``, as its config says; for
         ``reload``. Raises OSError or ValueError if there is none."""
         config = json.loads((Path(data_dir) / "nats-server.conf").read_text())
-        return cls(data_dir, host=config["host"], port=int(config["port"]), keyring=keyring)
+        tls = ServerTls.from_config(config["tls"]) if "tls" in config else None
+        host, port = config["host"], int(config["port"])
+        return cls(data_dir, host=host, port=port, keyring=keyring, tls=tls)
 
     def reload(self) -> None:
         """Admit the keyring as it is now, from this or any other process: the server
@@ -166,16 +171,12 @@ class EmbeddedNats:
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if self.keyring is not None:
-            self.write_config()
-            where = ["-c", str(self.config_path)]
-        else:
-            where = ["-js", "-sd", str(self.data_dir / "jetstream"), "-a", self.host]
-            where += ["-p", str(self.port)]
+        self.write_config()
         with open(self.log_path, "ab") as out:
             self._process = await asyncio.create_subprocess_exec(
                 nats_server_binary(),
-                *where,
+                "-c",
+                str(self.config_path),
                 stdout=out,
                 stderr=out,
                 process_group=0,  # a Ctrl-C is for the parent, which decides when this stops
@@ -232,10 +233,17 @@ class EmbeddedNats:
                 await asyncio.sleep(0.05)
 
     def _probe_options(self) -> dict[str, Any]:
-        """Connecting to see that the server is up: as an operator, where one is needed."""
+        """Connecting to see that the server is up: as an operator, where one is needed,
+        over TLS where it is on (with the client certificate of ``ALLOT_TLS_*`` where the
+        server verifies clients)."""
         identities = self.keyring.all() if self.keyring is not None else []
         operator = next((i for i in identities if i.operator), None)
-        return {} if operator is None else connect_options(operator.name, operator)
+        tls = None
+        if self.tls is not None:
+            tls = from_environment() if self.tls.verify else client_context(self.tls.ca)
+        if operator is None:
+            return {"tls": tls} if tls else {}
+        return connect_options(operator.name, operator, tls)
 
     async def stop(self) -> None:
         supervisor, self._supervisor = self._supervisor, None

@@ -34,6 +34,7 @@ async def bench(args: argparse.Namespace) -> int:
             [NodeShape(node_id="node-1", gpus=8)],
             restart=False,
             secure=not args.insecure,
+            tls=args.tls,
         )
         await stack.start()
         try:

@@ -16,6 +16,7 @@ import msgspec
 
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
+from allot.bus.tls import CA_ENV, TlsError, client_context
 from allot.client import render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
@@ -58,21 +59,31 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(text)
 
 
-def local_operator() -> Identity | None:
-    """The operator's identity of the ``allot up`` running here, if this user can read it
-    (whoever can read its files is its operator); None if it runs without identities."""
-    with contextlib.suppress(FileNotFoundError, ValueError, KeyError, TypeError):
-        path = json.loads(current_file().read_text())["identity"]
-        return load(Path(path)) if path else None
+def local_up(key: str) -> str | None:
+    """What the ``allot up`` running here recorded under ``key`` (``identity``: its
+    operator's identity file; ``tls_ca``: the CA of its server); None if it did not."""
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        value = json.loads(current_file().read_text()).get(key)
+        return value if isinstance(value, str) else None
     return None
 
 
+def local_operator() -> Identity | None:
+    """The operator's identity of the ``allot up`` running here, if this user can read it
+    (whoever can read its files is its operator); None if it runs without identities."""
+    path = local_up("identity")
+    return load(Path(path)) if path else None
+
+
 async def connect(args: argparse.Namespace) -> AsyncClient:
-    """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator."""
-    identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
+    """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator; over the
+    TLS of ``$ALLOT_TLS_CA`` (AsyncClient reads it), else of the local ``allot up``."""
     try:
-        return await AsyncClient.connect(resolve_nats_url(args.nats_url), identity)
-    except IdentityError as error:
+        identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
+        ca = None if os.environ.get(CA_ENV) else local_up("tls_ca")
+        tls = client_context(ca) if ca else None
+        return await AsyncClient.connect(resolve_nats_url(args.nats_url), identity, tls)
+    except (IdentityError, TlsError) as error:
         raise SystemExit(f"allot: {error}") from None
 
 
@@ -448,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no identities: anyone who reaches NATS may connect and do anything",
     )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every NATS connection, by a CA made for this machine (clients: "
+        "ALLOT_TLS_CA=its ca.pem)",
+    )
 
     submit = add(
         "submit", cmd_submit, "submit a job: allot submit --gpus N --account A -- CMD ARGS..."
@@ -663,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument(
         "--insecure", action="store_true", help="without identities, to measure what they cost"
     )
+    stack.add_argument("--tls", action="store_true", help="with TLS, to measure what it costs")
 
     ledger = add_bench("ledger", cmd_bench_ledger, "the ledger's fold and fair-share ranking")
     ledger.add_argument("--events", type=int, default=200_000, help="events in the synthetic log")

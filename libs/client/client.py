@@ -10,6 +10,7 @@ import contextlib
 import getpass
 import os
 import re
+import ssl
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -23,6 +24,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
+from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.core import JobRecord, State, apply_record, refold
 from allot.proto.commands import (
@@ -79,14 +81,19 @@ class AsyncClient:
         self._denied = denied if denied is not None else {}
 
     @classmethod
-    async def connect(cls, url: str, identity: Identity | None = None) -> "AsyncClient":
+    async def connect(
+        cls, url: str, identity: Identity | None = None, tls: ssl.SSLContext | None = None
+    ) -> "AsyncClient":
         """Connect as ``identity``, else as the one ``$ALLOT_IDENTITY`` names, else (to a
-        server without authorization) as the local user, who may then do anything."""
+        server without authorization) as the local user, who may then do anything. Over
+        ``tls``, else over the TLS ``$ALLOT_TLS_CA`` describes, if any (``allot.bus.tls``)."""
         if identity is None and os.environ.get("ALLOT_IDENTITY"):
             identity = load(Path(os.environ["ALLOT_IDENTITY"]))
+        tls = tls if tls is not None else from_environment()
         principal = identity.name if identity is not None else local_principal()
         denied: dict[str, asyncio.Event] = {}
         unknown: list[Exception] = []
+        handshake: asyncio.Future[ssl.SSLError] = asyncio.get_running_loop().create_future()
 
         async def on_error(error: Exception) -> None:
             refused = _PUBLISH_REFUSED.search(str(error))
@@ -94,15 +101,26 @@ class AsyncClient:
                 denied.setdefault(refused[1], asyncio.Event()).set()
             elif "authorization violation" in str(error).lower():
                 unknown.append(error)
+            elif isinstance(error, ssl.SSLError) and not handshake.done():
+                handshake.set_result(error)
 
-        try:
-            nc = await nats.connect(
+        connecting = asyncio.ensure_future(
+            nats.connect(
                 url,
                 name="allot-client",
                 max_reconnect_attempts=3,
                 error_cb=on_error,
-                **connect_options(principal, identity),
+                **connect_options(principal, identity, tls),
             )
+        )
+        try:
+            # A failed TLS handshake is not retried to an end: nats.connect would wait on.
+            either: list[asyncio.Future[Any]] = [connecting, handshake]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not connecting.done():
+                connecting.cancel()
+                raise TlsError(_untrusted(url, handshake.result(), tls))
+            nc = connecting.result()
         except nats.errors.NoServersError:
             if not unknown:
                 raise
@@ -285,3 +303,14 @@ def local_principal() -> str:
 
 def _retryable(errors: list[FieldError]) -> bool:
     return any(e.field == "log" for e in errors)
+
+
+def _untrusted(url: str, error: ssl.SSLError, tls: ssl.SSLContext | None) -> str:
+    """Why a TLS handshake failed, and what to do about it."""
+    if tls is None or isinstance(error, ssl.SSLCertVerificationError):
+        fix = f"set {CA_ENV} to the file of the CA that signed the server's certificate"
+    elif "CERTIFICATE_REQUIRED" in str(error.reason):
+        fix = f"it asks for a client certificate: set {CERT_ENV} and {KEY_ENV} to yours"
+    else:
+        fix = f"check {CA_ENV}, {CERT_ENV} and {KEY_ENV}"
+    return f"TLS with the NATS server at {redacted(url)} failed ({error.reason or error}): {fix}"

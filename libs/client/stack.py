@@ -14,7 +14,9 @@ from pathlib import Path
 import msgspec
 
 from allot.bus.identity import SERVICES, Identity, Keyring, load
+from allot.bus.local_ca import local_ca
 from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent
+from allot.bus.tls import CA_ENV, client_context
 from allot.client.client import AsyncClient
 
 log = logging.getLogger("allot.up")
@@ -97,6 +99,7 @@ class Stack:
         accounting_interval_s: float = 60.0,
         restart: bool = True,
         secure: bool = True,
+        tls: bool = False,
     ):
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
@@ -112,6 +115,9 @@ class Stack:
         self.nats = EmbeddedNats(
             self.data_dir / "nats", restart=self.backoff if restart else None, keyring=self.keyring
         )
+        # With TLS, the server's certificate is signed by a CA of this stack's own
+        # (``allot.bus.local_ca``), which every client of it is given to trust.
+        self.tls_dir = self.data_dir / "tls" if tls else None
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -128,9 +134,16 @@ class Stack:
     def operator_identity(self) -> Identity | None:
         return load(self.operator) if self.operator is not None else None
 
+    @property
+    def tls_ca(self) -> Path | None:
+        """The CA clients trust the server by (for the CLI: ``ALLOT_TLS_CA``); None without
+        TLS."""
+        return self.tls_dir / "ca.pem" if self.tls_dir is not None else None
+
     async def client(self) -> AsyncClient:
         """A client of this stack, as its operator."""
-        return await AsyncClient.connect(self.url, self.operator_identity())
+        tls = client_context(str(self.tls_ca)) if self.tls_ca is not None else None
+        return await AsyncClient.connect(self.url, self.operator_identity(), tls)
 
     @property
     def logs(self) -> Path:
@@ -155,6 +168,8 @@ class Stack:
                 self.keyring.ensure(service, service)
             for node in self.nodes:
                 self.keyring.ensure(node.node_id, "node", node.node_id)
+        if self.tls_dir is not None:
+            self.nats.tls = local_ca(self.tls_dir)
         await self.nats.start()
         async with await self.client() as operator:  # before a node agent needs it
             await operator.events.ensure_stream()
@@ -203,9 +218,11 @@ class Stack:
         self.children[name] = Child(name, argv + args, self.logs / f"{name}.log")
 
     async def _spawn(self, child: Child) -> None:
+        env = {**os.environ, CA_ENV: str(self.tls_ca)} if self.tls_ca is not None else None
         with open(child.log_path, "ab") as out:
             child.process = await asyncio.create_subprocess_exec(
                 *child.argv,
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,

@@ -74,7 +74,9 @@ async def up(args: argparse.Namespace) -> int:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     data_dir = args.data_dir or allot_home() / "data"
-    stack = Stack(data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure)
+    stack = Stack(
+        data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure, tls=args.tls
+    )
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None
     loop = asyncio.get_running_loop()
@@ -88,6 +90,7 @@ async def up(args: argparse.Namespace) -> int:
             "data_dir": str(stack.data_dir),
             "pid": os.getpid(),
             "identity": str(stack.operator) if stack.operator else None,
+            "tls_ca": str(stack.tls_ca) if stack.tls_ca else None,
         }
         current_file().parent.mkdir(parents=True, exist_ok=True)
         current_file().write_text(json.dumps(where))
@@ -123,6 +126,8 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"  logs      {stack.logs}\n"
         f"  identity  {stack.operator or 'none: --insecure, anyone may do anything'}"
         f"   (this CLI's, as operator)\n"
+        f"  TLS       {stack.tls_ca or 'off (--tls turns it on)'}"
+        f"{'   (clients: export ALLOT_TLS_CA=it)' if stack.tls_ca else ''}\n"
         f"Users: allot users add NAME [--admin] makes an identity; name it in an account's\n"
         f"     members (allot accounts apply) and run the CLI with ALLOT_IDENTITY=its file.\n"
         f"Try: allot submit --gpus 1 --account demo --wait -- python -c 'print(42)'\n"
