@@ -32,6 +32,11 @@ from allot.proto.events import (
 from allot.proto.limits import MAX_EVENT_BYTES
 
 STREAM: Final = "ALLOT"
+# What people read: a mirror of the log in their own NATS account, which nobody can write
+# to (docs/adr/0015). It is fed through what the log's account exports for it.
+MIRROR: Final = "ALLOT_RO"
+MIRROR_API: Final = "$JS.CORE.API"  # the log's JetStream API, as the mirror's account sees it
+MIRROR_DELIVER: Final = "allot.mirror"  # where the mirror's feed is delivered
 EVENTS_PREFIX: Final = "allot.evt"
 ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 PLAN_EVENTS: Final = f"{EVENTS_PREFIX}.plan.>"
@@ -102,6 +107,11 @@ def sender_and_command(subject: str) -> tuple[str, str] | None:
 def inbox_prefix(principal: str) -> str:
     """Where ``principal`` takes its replies; nobody else may subscribe there."""
     return f"_INBOX_{_token(principal)}"
+
+
+# The reply subject of a request that came from another account through an import: the
+# server makes it, and routes the reply back to the requester's own inbox.
+IMPORTED_REPLY: Final = "_R_."
 
 
 def heartbeat(node_id: str) -> str:

@@ -11,7 +11,7 @@ from nats.aio.msg import Msg
 
 from allot.proto.commands import FieldError, decode_problem
 from allot.proto.limits import MAX_REQUEST_BYTES, SHOWN_CHARS, check_json, shown
-from allot.proto.subjects import ADMIN, inbox_prefix, sender_and_command
+from allot.proto.subjects import ADMIN, IMPORTED_REPLY, inbox_prefix, sender_and_command
 
 log = logging.getLogger("allot.commands")
 Request = TypeVar("Request", bound=msgspec.Struct)
@@ -38,11 +38,12 @@ class Sender(msgspec.Struct, frozen=True, kw_only=True):
 
 def sender_of(msg: Msg) -> Sender | None:
     """The sender of a command, or None for a message that is no request of its sender:
-    one whose replies would go anywhere but the sender's own inbox. A service that answered
-    it would publish with its own rights where the sender may not: onto the log, say, or as
-    another user's request (a stream consumer can deliver onto any subject)."""
+    one whose replies would go anywhere but the sender's own inbox (or, for a user's, the
+    server's route back to it from the users' account). A service that answered it would
+    publish with its own rights where the sender may not: onto the log, say, or as another
+    user's request (a stream consumer can deliver onto any subject)."""
     parsed = sender_and_command(msg.subject)
-    if parsed is None or not msg.reply.startswith(inbox_prefix(parsed[0]) + "."):
+    if parsed is None or not msg.reply.startswith((inbox_prefix(parsed[0]) + ".", IMPORTED_REPLY)):
         return None
     principal, name = parsed
     return Sender(principal=principal, operator=name.startswith(ADMIN))

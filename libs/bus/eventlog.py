@@ -19,7 +19,15 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    ExternalStream,
+    StorageType,
+    StreamConfig,
+    StreamSource,
+)
 from nats.js.errors import APIError, NotFoundError
 
 from allot.bus import tracing
@@ -28,7 +36,15 @@ from allot.bus.identity import Identity, connect_options
 from allot.bus.urls import redacted
 from allot.proto.events import Event, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
-from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for, under_own_subject
+from allot.proto.subjects import (
+    ALL_EVENTS,
+    MIRROR,
+    MIRROR_API,
+    MIRROR_DELIVER,
+    StreamSettings,
+    subject_for,
+    under_own_subject,
+)
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
@@ -124,9 +140,26 @@ class EventLog:
             duplicate_window=s.duplicate_window_s,
             max_msg_size=s.max_msg_size,
         )
+        await self._ensure(config)
+
+    async def ensure_mirror(self) -> None:
+        """Create the users' mirror of the log (``MIRROR``, in the users' account) if there
+        is none yet; as ``ensure_stream``, wait until the log exists to be mirrored."""
+        feed = ExternalStream(api=MIRROR_API, deliver=MIRROR_DELIVER)
+        await self._ensure(
+            StreamConfig(
+                name=MIRROR,
+                mirror=StreamSource(name=self.settings.name, external=feed),
+                storage=StorageType.FILE,
+                max_msg_size=self.settings.max_msg_size,
+            )
+        )
+
+    async def _ensure(self, config: StreamConfig) -> None:
+        assert config.name is not None
         while True:
             try:
-                await self.js.stream_info(s.name)
+                await self.js.stream_info(config.name)
                 return
             except NotFoundError:
                 try:

@@ -6,6 +6,7 @@ file per identity that only its owner can read."""
 
 import os
 import ssl
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -14,8 +15,12 @@ import nkeys
 
 from allot.proto.subjects import MAX_PRINCIPAL, inbox_prefix, is_principal
 
-Role = Literal["operator", "user", "intake", "ledger", "planner", "preemptor", "telemetry", "node"]
+Role = Literal[
+    "operator", "user", "intake", "ledger", "planner", "preemptor", "telemetry", "node", "mirror"
+]
 SERVICES: Final = ("intake", "ledger", "planner", "preemptor", "telemetry")
+MIRROR_MAKER: Final = "mirror"  # makes the users' mirror of the log (docs/adr/0015)
+OPERATOR: Final = "admin"  # the identity an installation makes for its operator's CLI
 
 
 class IdentityError(Exception):
@@ -112,6 +117,16 @@ class Keyring:
             raise IdentityError(f"name={name!r}: there is an identity of that name already")
         save(identity, self.path(name))
         return self.path(name)
+
+    def ensure_installation(self, nodes: Iterable[str]) -> None:
+        """The identities an installation needs: its operator, the maker of the users'
+        mirror, each service and the agent of each of ``nodes``."""
+        self.ensure(OPERATOR, "operator")
+        self.ensure(MIRROR_MAKER, "mirror")
+        for service in SERVICES:
+            self.ensure(service, service)
+        for node in nodes:
+            self.ensure(node, "node", node)
 
     def all(self) -> list[Identity]:
         return [load(path) for path in sorted(self.folder.glob("*.json"))]

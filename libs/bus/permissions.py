@@ -7,11 +7,19 @@ Commands: every identity only under its own name (``allot.cmd.<name>.…``), ope
 under ``….admin.``; replies only in one's own inbox. Everyone may read the log (an ordered
 consumer of the stream); only the operator and the services may create the stream, and
 nobody may change it or delete from it.
+
+Users live in an account of their own, ``USERS``; everyone else in ``CORE``, which holds
+the log. JetStream answers an API request on whatever reply subject it names, with the
+server's rights, so a user in the log's account could have answers written onto the log.
+In ``USERS`` there is nothing to write onto: users read a mirror of the log (which takes
+no messages but the log's), and reach the commands and health checks through imports.
 """
 
 import json
 from collections.abc import Iterable
 from typing import Any
+
+import msgspec
 
 from allot.bus.identity import Identity
 from allot.bus.tls import ServerTls
@@ -21,8 +29,12 @@ from allot.proto.subjects import (
     ALL_EVENTS,
     BUDGET_GRANT,
     CANCEL,
+    COMMANDS_PREFIX,
     EVENTS_PREFIX,
     HEARTBEATS,
+    MIRROR,
+    MIRROR_API,
+    MIRROR_DELIVER,
     NODE_COMMAND,
     NODE_REPORTS,
     PLAN_EVENTS,
@@ -37,13 +49,21 @@ from allot.proto.subjects import (
 
 _JOB = f"{EVENTS_PREFIX}.job.*"
 _NODE = f"{EVENTS_PREFIX}.node.*"
-# Reading the log: stream info (its last sequence) and ordered consumers with their flow
-# control. Not ``CONSUMER.CREATE.ALLOT.>``: that also makes named, durable consumers.
-READ_LOG = [
-    f"$JS.API.STREAM.INFO.{STREAM}",
-    f"$JS.API.CONSUMER.CREATE.{STREAM}",
-    f"$JS.FC.{STREAM}.>",
-]
+CORE = "CORE"  # the log's account: services, node agents, operators
+USERS = "USERS"  # people, who read the mirror
+
+
+def read_log(stream: str) -> list[str]:
+    """Reading a stream: its info (the last sequence) and ordered consumers with their
+    flow control. Not ``CONSUMER.CREATE.<stream>.>``: that also makes durable consumers."""
+    return [
+        f"$JS.API.STREAM.INFO.{stream}",
+        f"$JS.API.CONSUMER.CREATE.{stream}",
+        f"$JS.FC.{stream}.>",
+    ]
+
+
+READ_LOG = read_log(STREAM)
 MAKE_STREAM = [f"$JS.API.STREAM.CREATE.{STREAM}"]
 ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readiness check
 # The events each service is the author of.
@@ -75,10 +95,12 @@ ANSWERS = {
 
 def permissions(identity: Identity) -> dict[str, Any]:
     """The ``permissions`` block of the server config for ``identity``."""
-    publish = [*READ_LOG]
+    role = identity.role
+    publish = read_log(MIRROR) if role in ("user", "mirror") else [*READ_LOG]
     subscribe = [f"{inbox_prefix(identity.name)}.>"]
     responds = False
-    role = identity.role
+    if role == "mirror":
+        publish.append(f"$JS.API.STREAM.CREATE.{MIRROR}")
     if role in ("operator", "user"):
         publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
         publish.append("allot.health.*")
@@ -114,30 +136,89 @@ def permissions(identity: Identity) -> dict[str, Any]:
     return block
 
 
+class Cluster(msgspec.Struct, frozen=True, kw_only=True):
+    """A JetStream cluster a server joins: its name, the port for routes, and the route
+    URLs of its members (``nats-route://host:6222``)."""
+
+    name: str
+    port: int = 6222
+    routes: tuple[str, ...] = ()
+
+
 def server_config(
     identities: Iterable[Identity] | None,
     *,
     host: str,
     port: int,
     store_dir: str,
-    pid_file: str,
+    pid_file: str | None = None,
     tls: ServerTls | None = None,
+    server_name: str | None = None,
+    cluster: Cluster | None = None,
 ) -> str:
     """A nats-server config (JSON is valid NATS config) admitting exactly ``identities``
-    (None: anyone, to do anything), over TLS where ``tls`` is given."""
-    config: dict[str, Any] = {
-        "host": host,
-        "port": port,
-        "pid_file": pid_file,
-        "jetstream": {"store_dir": store_dir},
-    }
-    if identities is not None:
-        config["authorization"] = {
-            "users": [
-                {"nkey": identity.public_key, "permissions": permissions(identity)}
-                for identity in sorted(identities, key=lambda i: i.name)
-            ]
+    (None: anyone, to do anything), over TLS where ``tls`` is given; a member of
+    ``cluster`` where that is, its routes over TLS too, each server verifying the others."""
+    config: dict[str, Any] = {"host": host, "port": port, "jetstream": {"store_dir": store_dir}}
+    if pid_file is not None:
+        config["pid_file"] = pid_file
+    if server_name is not None:
+        config["server_name"] = server_name
+    if cluster is not None:
+        config["cluster"] = {
+            "name": cluster.name,
+            "host": host,
+            "port": cluster.port,
+            "routes": list(cluster.routes),
         }
+        if tls is not None:
+            config["cluster"]["tls"] = {**tls.config(), "verify": True}
+    if identities is not None:
+        config["accounts"] = accounts(identities)
     if tls is not None:
         config["tls"] = tls.config()
     return json.dumps(config, indent=2) + "\n"
+
+
+def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
+    """The ``accounts`` block: who is in which account, and what passes between them."""
+    members: dict[str, list[dict[str, Any]]] = {CORE: [], USERS: []}
+    for identity in sorted(identities, key=lambda i: i.name):
+        account = USERS if identity.role in ("user", "mirror") else CORE
+        members[account].append({"nkey": identity.public_key, "permissions": permissions(identity)})
+    # What a mirror in USERS needs of the log: consumers made through the log's API (seen
+    # in USERS under MIRROR_API), their flow control, and the subjects they deliver to.
+    feed_api = [f"$JS.API.CONSUMER.CREATE.{STREAM}", f"$JS.API.CONSUMER.CREATE.{STREAM}.>"]
+    services = [f"{COMMANDS_PREFIX}.>", "allot.health.*"]
+    return {
+        CORE: {
+            "jetstream": "enabled",
+            "users": members[CORE],
+            "exports": [
+                *({"service": subject, "accounts": [USERS]} for subject in services),
+                *({"service": subject, "accounts": [USERS]} for subject in feed_api),
+                {"service": f"$JS.FC.{STREAM}.>", "accounts": [USERS]},
+                {"stream": f"{MIRROR_DELIVER}.>", "accounts": [USERS]},
+            ],
+        },
+        USERS: {
+            "jetstream": "enabled",
+            "users": members[USERS],
+            "imports": [
+                # share: the server stamps who asked (Nats-Request-Info) on each request
+                *(
+                    {"service": {"account": CORE, "subject": subject}, "share": True}
+                    for subject in services
+                ),
+                *(
+                    {
+                        "service": {"account": CORE, "subject": subject},
+                        "to": subject.replace("$JS.API", MIRROR_API, 1),
+                    }
+                    for subject in feed_api
+                ),
+                {"service": {"account": CORE, "subject": f"$JS.FC.{STREAM}.>"}},
+                {"stream": {"account": CORE, "subject": f"{MIRROR_DELIVER}.>"}},
+            ],
+        },
+    }

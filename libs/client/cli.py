@@ -17,7 +17,7 @@ import msgspec
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
-from allot.client import render
+from allot.client import deploy, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.core import State, apply_record
@@ -349,7 +349,10 @@ def print_record(args: argparse.Namespace, record: Any) -> None:
 
 
 async def cmd_users_add(args: argparse.Namespace) -> int:
-    """A new identity in the keyring of the ``allot up`` running here, admitted at once."""
+    """A new identity in the keyring of the ``allot up`` running here, admitted at once;
+    or in the folder ``--identities`` names, for a server run by ``allot deploy``."""
+    if args.identities is not None:
+        return _add_to_installation(args)
     try:
         data_dir = Path(json.loads(current_file().read_text())["data_dir"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -374,6 +377,23 @@ async def cmd_users_add(args: argparse.Namespace) -> int:
         f"{args.name} is {role}; its identity (keep it private, give it to them): {path}\n"
         f"They run the CLI with ALLOT_IDENTITY={path}. To let them submit, name them in an\n"
         f'account\'s members (or admins) and apply the tree: members = ["{args.name}"].',
+    )
+    return 0
+
+
+def _add_to_installation(args: argparse.Namespace) -> int:
+    try:
+        path = Keyring(args.identities).add(args.name, "operator" if args.admin else "user")
+    except (IdentityError, OSError, ValueError) as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
+    emit(
+        args,
+        {"name": args.name, "identity": str(path), "operator": args.admin},
+        f"{args.name}'s identity (keep it private, give it to them): {path}\n"
+        "To admit it, write the server's config again and have it reread it:\n"
+        "  allot deploy nats-config --identities … --out CONFIG   (the flags as before)\n"
+        "  nats-server --signal reload",
     )
     return 0
 
@@ -568,6 +588,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_user.add_argument(
         "--admin", action="store_true", help="an operator: may do anything (apply, grant, drain)"
     )
+    add_user.add_argument(
+        "--identities",
+        type=Path,
+        help="the identities folder of an installation run by `allot deploy`, rather than "
+        "the `allot up` running here",
+    )
+    deploy.add_parser(commands)
 
     budget_cmd = commands.add_parser("budget", help="budgets of GPU time and fair share")
     budget_sub = budget_cmd.add_subparsers(dest="budget_command", required=True)

@@ -47,8 +47,10 @@ from allot.proto.subjects import (
     BUDGET_GRANT,
     CANCEL,
     MAX_PRINCIPAL,
+    MIRROR,
     NODE_COMMAND,
     SUBMIT,
+    StreamSettings,
     command,
     health,
 )
@@ -129,7 +131,10 @@ class AsyncClient:
                 f"the NATS server at {redacted(url)} does not admit {who}: ask its operator "
                 "for one (`allot users add NAME`) and set ALLOT_IDENTITY to its file"
             ) from None
-        return cls(EventLog(nc), principal, identity.operator if identity else True, denied)
+        # A user reads the mirror in the users' account; everyone else, the log itself.
+        reads = StreamSettings(name=MIRROR) if identity and identity.role == "user" else None
+        events = EventLog(nc, reads)
+        return cls(events, principal, identity.operator if identity else True, denied)
 
     async def close(self) -> None:
         await self.events.close()

@@ -7,17 +7,19 @@ import logging
 import os
 import re
 import signal
+import ssl
 import sys
 import tomllib
 from pathlib import Path
 
 import msgspec
 
-from allot.bus.identity import SERVICES, Identity, Keyring, load
+from allot.bus.identity import OPERATOR, Identity, Keyring, load
 from allot.bus.local_ca import local_ca
 from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent
 from allot.bus.tls import CA_ENV, client_context
 from allot.client.client import AsyncClient
+from allot.client.deploy import prepare_log
 
 log = logging.getLogger("allot.up")
 _NODES = re.compile(r"^(\d+)x(\d+)$")
@@ -35,7 +37,6 @@ class NodeShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 NODES_PER_RACK = 4
-OPERATOR = "admin"  # the identity `allot up` makes for its operator's CLI
 
 
 def parse_nodes(text: str) -> list[NodeShape]:
@@ -142,8 +143,10 @@ class Stack:
 
     async def client(self) -> AsyncClient:
         """A client of this stack, as its operator."""
-        tls = client_context(str(self.tls_ca)) if self.tls_ca is not None else None
-        return await AsyncClient.connect(self.url, self.operator_identity(), tls)
+        return await AsyncClient.connect(self.url, self.operator_identity(), self._tls())
+
+    def _tls(self) -> ssl.SSLContext | None:
+        return client_context(str(self.tls_ca)) if self.tls_ca is not None else None
 
     @property
     def logs(self) -> Path:
@@ -163,16 +166,11 @@ class Stack:
     async def _start(self, timeout: float) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         if self.keyring is not None:
-            self.keyring.ensure(OPERATOR, "operator")
-            for service in SERVICES:
-                self.keyring.ensure(service, service)
-            for node in self.nodes:
-                self.keyring.ensure(node.node_id, "node", node.node_id)
+            self.keyring.ensure_installation(node.node_id for node in self.nodes)
         if self.tls_dir is not None:
             self.nats.tls = local_ca(self.tls_dir)
         await self.nats.start()
-        async with await self.client() as operator:  # before a node agent needs it
-            await operator.events.ensure_stream()
+        await prepare_log(self.url, self.keyring, self._tls())  # before anyone needs it
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", [])

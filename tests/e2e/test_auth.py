@@ -15,7 +15,7 @@ from allot.bus.identity import load, new_identity, save
 from allot.client import AsyncClient, CommandError
 from allot.client.stack import Stack
 from allot.proto.events import JobSpec
-from allot.proto.subjects import ACCOUNTS_APPLY, SUBMIT
+from allot.proto.subjects import ACCOUNTS_APPLY, MIRROR, SUBMIT
 from tests.stack import cli, running, until
 
 TREE = {
@@ -69,6 +69,34 @@ async def test_a_user_cannot_append_to_the_log(stack: Stack) -> None:
         with pytest.raises(nats.errors.TimeoutError):
             await mallory.events.js.publish("allot.evt.job.j-1.JobExited", forged, timeout=2)
         assert await mallory.events.last_seq() == before
+
+
+async def test_a_user_cannot_have_answers_written_onto_the_log(stack: Stack) -> None:
+    """JetStream and the services answer on the reply subject a request names: a user's
+    requests must not get an answer appended to the log."""
+    async with await stack.client() as admin, await as_user(stack, "mallory") as mallory:
+        before = await admin.events.last_seq()
+        onto_log = "allot.evt.job.j-evil.JobSubmitted"
+        for api in (
+            "$JS.API.STREAM.INFO.ALLOT",
+            "$JS.API.STREAM.INFO.ALLOT_RO",
+            "$JS.API.CONSUMER.CREATE.ALLOT_RO",
+        ):
+            await mallory.events.nc.publish(api, b"", reply=onto_log)
+        await mallory.events.nc.publish(mallory.subject(SUBMIT), b"{}", reply=onto_log)
+        await mallory.events.nc.flush()
+        await asyncio.sleep(1)
+        assert await admin.events.last_seq() == before
+
+
+async def test_a_user_reads_the_log_from_its_mirror(stack: Stack) -> None:
+    async with await stack.client() as admin, await as_user(stack, "rita") as rita:
+        assert rita.events.settings.name == MIRROR
+        reply = await admin.submit(job("demo"))
+        await until(rita, lambda state: reply.job_id in state.jobs)  # read from the mirror
+        log = await admin.events.read()
+        mirrored = await rita.events.read(1, log[-1].seq)
+        assert [(r.seq, r.event) for r in mirrored] == [(r.seq, r.event) for r in log]
 
 
 async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> None:
