@@ -116,7 +116,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         state.job_accounts[e.spec.account] = None
         state.fair_share_version += 1
     if e.idempotency_key is not None:
-        state.idempotency[(e.spec.account, e.idempotency_key)] = e.job_id
+        state.idempotency[(e.by, e.spec.account, e.idempotency_key)] = e.job_id
 
 
 def _rejected(state: State, seq: int, e: JobRejected) -> None:

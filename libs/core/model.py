@@ -272,7 +272,8 @@ class State:
         self.waiting_runtimes: list[int] = []
         # Waiting jobs no plan has stated a reason for yet, in log order.
         self.unstated: dict[str, None] = {}
-        self.idempotency: dict[tuple[str, str], str] = {}  # (account, key) -> job id
+        # (who submitted, account, key) -> job id: a key names a submission of its sender.
+        self.idempotency: dict[tuple[str, str, str], str] = {}
         self.accounts: dict[str, AccountSettings] = {}  # path -> settings
         self.job_accounts: dict[str, None] = {}  # every account a job was submitted to
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run

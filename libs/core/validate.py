@@ -252,13 +252,15 @@ def reason_too_long(reason: str) -> FieldError:
     )
 
 
-def known_submission(request: SubmitRequest, state: State) -> tuple[str | None, list[FieldError]]:
-    """A retry of a submission already in the log: the job id it got. A key that was used
-    for a different job is an error, not a silent alias."""
+def known_submission(
+    request: SubmitRequest, principal: str, state: State
+) -> tuple[str | None, list[FieldError]]:
+    """A retry by ``principal`` of a submission already in the log: the job id it got. A
+    key that was used for a different job is an error, not a silent alias."""
     key = request.idempotency_key
     if key is None:
         return None, []
-    known = state.idempotency.get((request.spec.account, key))
+    known = state.idempotency.get((principal, request.spec.account, key))
     if known is None:
         return None, []
     if state.jobs[known].spec != request.spec:

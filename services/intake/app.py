@@ -55,11 +55,12 @@ MAX_IN_FLIGHT = 256  # submissions being appended at once
 CATCH_UP_S = 2.0  # how long a refused command waits for the log to be folded
 
 
-def job_id_for(account: str, idempotency_key: str | None) -> str:
+def job_id_for(principal: str, account: str, idempotency_key: str | None) -> str:
+    """A random id, or with a key, the same id for every retry of the sender's submission."""
     if idempotency_key is None:
         return "j-" + uuid.uuid4().hex[:16]
-    digest = hashlib.blake2b(f"{account}\0{idempotency_key}".encode(), digest_size=8)
-    return "j-" + digest.hexdigest()
+    named = f"{principal}\0{account}\0{idempotency_key}"
+    return "j-" + hashlib.blake2b(named.encode(), digest_size=8).hexdigest()
 
 
 class Intake:
@@ -131,13 +132,13 @@ class Intake:
         errors = self._submission_problems(request, sender)
         if errors and await self._caught_up():
             errors = self._submission_problems(request, sender)
-        known, key_errors = known_submission(request, self.state)
+        known, key_errors = known_submission(request, sender.principal, self.state)
         if errors or key_errors:
             return SubmitReply(errors=errors + key_errors)
         if known is not None:
             return SubmitReply(job_id=known, duplicate=True)
         spec, key = request.spec, request.idempotency_key
-        job_id = job_id_for(spec.account, key)
+        job_id = job_id_for(sender.principal, spec.account, key)
         # The same key in flight (appended, not yet folded) for another spec: the server
         # would drop the second append as a duplicate, and its client would take the first
         # job for its own.

@@ -218,3 +218,15 @@ async def test_users_add_makes_an_identity_that_may_connect_at_once(
 async def stack_records(stack: Stack) -> list[Record]:
     async with await stack.client() as admin:
         return await admin.events.read()
+
+
+async def test_an_idempotency_key_is_the_senders_own(stack: Stack) -> None:
+    """Two people of one account who happen to pick the same key get a job each: a key
+    names a submission of its sender, not of whoever used it first."""
+    async with await as_user(stack, "ann") as ann, await as_user(stack, "ben") as ben:
+        first = await ann.submit(job("demo"), idempotency_key="nightly-1")
+        other = await ben.submit(job("demo"), idempotency_key="nightly-1")
+        again = await ann.submit(job("demo"), idempotency_key="nightly-1")
+    assert other.job_id != first.job_id
+    assert not other.duplicate
+    assert (again.job_id, again.duplicate) == (first.job_id, True)

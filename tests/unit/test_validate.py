@@ -66,17 +66,16 @@ def test_environment_values_and_workdir_are_checked() -> None:
 
 
 def test_a_known_key_returns_its_job_and_a_reused_key_is_an_error() -> None:
-    state = apply(State(), 1, b.submitted("j1", key="k"))
+    state = apply(State(), 1, b.submitted("j1", key="k", by="ann"))
     same = SubmitRequest(spec=b.spec(), idempotency_key="k")
     other = SubmitRequest(spec=b.spec(gpus=2), idempotency_key="k")
-    assert known_submission(same, state) == ("j1", [])
-    job_id, errors = known_submission(other, state)
+    assert known_submission(same, "ann", state) == ("j1", [])
+    job_id, errors = known_submission(other, "ann", state)
     assert job_id is None
     assert [e.field for e in errors] == ["idempotency_key"]
-    assert known_submission(SubmitRequest(spec=b.spec(), idempotency_key="new"), state) == (
-        None,
-        [],
-    )
+    new = SubmitRequest(spec=b.spec(), idempotency_key="new")
+    assert known_submission(new, "ann", state) == (None, [])
+    assert known_submission(same, "ben", state) == (None, [])  # another sender's key
 
 
 def test_with_a_tree_jobs_go_to_leaf_accounts_of_it() -> None:
