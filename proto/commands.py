@@ -12,6 +12,14 @@ import msgspec
 
 from allot.proto.events import JobSpec
 from allot.proto.limits import MAX_KEY, MAX_REASON, shown
+from allot.proto.subjects import (
+    ACCOUNTS_APPLY,
+    ADMIN,
+    BUDGET_GRANT,
+    CANCEL,
+    NODE_COMMAND,
+    SUBMIT,
+)
 
 Reason = Annotated[
     str, msgspec.Meta(description="why, in words", extra_json_schema={"maxLength": MAX_REASON})
@@ -51,12 +59,44 @@ def decode_problem(error: msgspec.MsgspecError, given: object, kind: type) -> Fi
     elif missing := _MISSING.match(message):
         steps.append(missing.group(1))
         message = "required"
-    field = "".join(f"[{s}]" if s.isdigit() or s == "..." else f".{s}" for s in steps)
     return FieldError(
-        field=shown(field.removeprefix(".").removeprefix("spec.") or "request"),
-        value=_value_at(given, steps),
-        message=shown(message, 1000),
+        field=_field_name(steps), value=_value_at(given, steps), message=shown(message, 1000)
     )
+
+
+def unknown_field(given: object, kind: type) -> FieldError | None:
+    """The first field of ``given`` (a request decoded as plain JSON) that ``kind`` does not
+    have, at any depth, as the error that names it; None if there is none. Requests are
+    held to this; events are not, since a reader must take what a newer writer added."""
+    return _unknown(given, msgspec.inspect.type_info(kind), [])
+
+
+def _unknown(given: object, info: Any, steps: list[str]) -> FieldError | None:
+    if isinstance(info, msgspec.inspect.UnionType):  # Optional[...]: the one non-null type
+        kinds = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        info = kinds[0] if len(kinds) == 1 else None
+    if isinstance(info, msgspec.inspect.StructType) and isinstance(given, dict):
+        fields = {f.encode_name: f.type for f in info.fields}
+        for key, value in given.items():
+            if key not in fields:
+                return FieldError(
+                    field=_field_name([*steps, key]),
+                    value=_value_at(value, []),
+                    message=_no_such_field(key, list(fields)),
+                )
+            if problem := _unknown(value, fields[key], [*steps, key]):
+                return problem
+    elif isinstance(info, msgspec.inspect.ListType) and isinstance(given, list):
+        for index, value in enumerate(given):
+            if problem := _unknown(value, info.item_type, [*steps, str(index)]):
+                return problem
+    return None
+
+
+def _field_name(steps: list[str]) -> str:
+    """``["spec", "command", "1"]`` as the checks after decoding name it: ``command[1]``."""
+    field = "".join(f"[{s}]" if s.isdigit() or s == "..." else f".{s}" for s in steps)
+    return shown(field.removeprefix(".").removeprefix("spec.") or "request")
 
 
 def _no_such_field(name: str, known: list[str]) -> str:
@@ -84,7 +124,7 @@ def _field_names(kind: type, steps: list[str]) -> list[str]:
 
 def _value_at(given: object, steps: list[str]) -> str:
     """What ``given`` holds at ``steps``, as a reply may repeat it; "" where it cannot say
-    (a dict's key, which msgspec does not name)."""
+    (a dict's key, which msgspec does not name, or no request at all)."""
     value = given
     for step in steps:
         if isinstance(value, dict) and step in value:
@@ -93,7 +133,7 @@ def _value_at(given: object, steps: list[str]) -> str:
             value = value[int(step)]
         else:
             return ""
-    return "" if value is given else shown(msgspec.json.encode(value).decode())
+    return "" if given is None else shown(msgspec.json.encode(value).decode())
 
 
 class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -102,7 +142,8 @@ class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         Annotated[
             str,
             msgspec.Meta(
-                description="the same key from the same account: the same job, submitted once",
+                description="the same key from the same sender and account: the same job, "
+                "submitted once",
                 extra_json_schema={"minLength": 1, "maxLength": MAX_KEY},
             ),
         ]
@@ -174,3 +215,30 @@ class BudgetGrantReply(msgspec.Struct, frozen=True, kw_only=True):
     period_ns: int = 0
     seq: int | None = None
     errors: list[FieldError] = []
+
+
+class Contract(msgspec.Struct, frozen=True):
+    """What one command takes and answers: the request, the reply, and what it does."""
+
+    request: type[msgspec.Struct]
+    reply: type[msgspec.Struct]
+    summary: str
+
+
+# Every command, by its name in the subject (``allot.cmd.<principal>.<name>``). An operator
+# sends ``submit`` and ``cancel`` also as ``admin.submit`` and ``admin.cancel``, for anyone.
+CONTRACTS: dict[str, Contract] = {
+    SUBMIT: Contract(SubmitRequest, SubmitReply, "Submit a job to an account the sender may use"),
+    CANCEL: Contract(CancelRequest, CancelReply, "Cancel a job the sender may cancel"),
+    ADMIN + SUBMIT: Contract(SubmitRequest, SubmitReply, "Submit a job to any account (operators)"),
+    ADMIN + CANCEL: Contract(CancelRequest, CancelReply, "Cancel any job (operators)"),
+    NODE_COMMAND: Contract(
+        NodeCommandRequest, NodeCommandReply, "Cordon, drain or uncordon a node (operators)"
+    ),
+    ACCOUNTS_APPLY: Contract(
+        AccountsApplyRequest, AccountsApplyReply, "Apply the whole account tree (operators)"
+    ),
+    BUDGET_GRANT: Contract(
+        BudgetGrantRequest, BudgetGrantReply, "Grant an account a budget of GPU time (operators)"
+    ),
+}

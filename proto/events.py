@@ -74,12 +74,14 @@ def _within(description: str, **limits: object) -> msgspec.Meta:
 _NS = "; integer nanoseconds"
 
 
-class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What a user asked for: ``workers`` processes of ``gpus`` GPUs each, started all at
     once or not at all (a gang). Later fields arrive with defaults.
 
-    A field it does not know is refused, not dropped: a misspelt ``gpu_count`` must not run
-    a job without it. Readers are upgraded before writers, as for a new event type."""
+    In an event, a field this version does not know is passed over: the event may come
+    from a newer writer. In a request or a job file it is refused
+    (``allot.proto.commands.unknown_field``): a misspelt ``gpu_count`` must not run a job
+    without it."""
 
     account: Annotated[
         str,

@@ -43,9 +43,21 @@ def render() -> dict[str, str]:
         "budget-grant-request.json": msgspec.json.schema(BudgetGrantRequest),
         "budget-grant-reply.json": msgspec.json.schema(BudgetGrantReply),
     }
+    for name, doc in documents.items():
+        if name.endswith("-request.json"):
+            strict(doc.get("$defs", {}))
     return {
         name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in documents.items()
     }
+
+
+def strict(definitions: dict[str, Any]) -> None:
+    """Say of every object in ``definitions`` that it takes no other properties: what a
+    request is held to (``allot.proto.commands.unknown_field``), though the same structs
+    in events are not."""
+    for definition in definitions.values():
+        if "properties" in definition:
+            definition.setdefault("additionalProperties", False)
 
 
 def main() -> int:

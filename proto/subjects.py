@@ -62,12 +62,12 @@ MAX_PRINCIPAL = 64  # characters of an identity's name
 
 def is_id(value: str) -> bool:
     """Whether ``value`` can be a job or node id: a subject token of at most ``MAX_ID``."""
-    return len(value) <= MAX_ID and _TOKEN.match(value) is not None
+    return len(value) <= MAX_ID and _TOKEN.fullmatch(value) is not None
 
 
 def is_principal(name: str) -> bool:
     """Whether ``name`` can name an identity, whose commands are sent under it."""
-    return len(name) <= MAX_PRINCIPAL and _TOKEN.match(name) is not None
+    return len(name) <= MAX_PRINCIPAL and _TOKEN.fullmatch(name) is not None
 
 
 class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,7 +99,7 @@ def sender_and_command(subject: str) -> tuple[str, str] | None:
     """``allot.cmd.alice.admin.node`` -> ``("alice", "admin.node")``; None if not a command."""
     prefix, _, rest = subject.partition(f"{COMMANDS_PREFIX}.")
     principal, _, name = rest.partition(".")
-    if prefix or not name or not _TOKEN.match(principal):
+    if prefix or not name or not _TOKEN.fullmatch(principal):
         return None
     return principal, name
 
@@ -164,6 +164,6 @@ def under_own_subject(subject: str, event: Event) -> str | None:
 
 
 def _token(value: str) -> str:
-    if not _TOKEN.match(value):
+    if not _TOKEN.fullmatch(value):
         raise ValueError(f"{value!r} cannot be a subject token (letters, digits, '_' and '-')")
     return value

@@ -9,7 +9,7 @@ from typing import TypeVar
 import msgspec
 from nats.aio.msg import Msg
 
-from allot.proto.commands import FieldError, decode_problem
+from allot.proto.commands import FieldError, decode_problem, unknown_field
 from allot.proto.limits import MAX_REQUEST_BYTES, SHOWN_CHARS, check_json, shown
 from allot.proto.subjects import ADMIN, IMPORTED_REPLY, inbox_prefix, sender_and_command
 
@@ -110,13 +110,31 @@ def decode_request(payload: bytes, kind: type[Request]) -> Request | FieldError:
     checked before decoding; nothing a client sends raises here."""
     try:
         check_json(payload, MAX_REQUEST_BYTES)
-        return msgspec.json.decode(payload, type=kind)
-    except msgspec.ValidationError as error:  # JSON, within bounds: it can say what it got
-        return decode_problem(error, msgspec.json.decode(payload), kind)
-    except msgspec.DecodeError as error:
+    except msgspec.DecodeError as error:  # too large or too deep to decode at all
         return decode_problem(error, None, kind)
-    except Exception as error:  # a decoder bug must not cost the service or the reply
-        return FieldError(field="request", value="", message=f"cannot decode: {error!r}")
+    try:
+        request = msgspec.json.decode(payload, type=kind)
+        return unknown_field(msgspec.json.decode(payload), kind) or request
+    except msgspec.DecodeError as error:
+        failure: Exception = error
+    except Exception as error:
+        failure = error
+    try:
+        if isinstance(failure, msgspec.DecodeError):
+            given = _untyped(payload)  # a field it lacks is what to say first, if any
+            return unknown_field(given, kind) or decode_problem(failure, given, kind)
+    except Exception as error:  # a bug in saying why must not cost the service or the reply
+        failure = error
+    return FieldError(field="request", value="", message=f"cannot decode: {failure!r}")
+
+
+def _untyped(payload: bytes) -> object:
+    """The request decoded as plain JSON, to show the value a field got; None where even
+    that fails (it is no JSON, or holds what no Python value is, such as a lone surrogate)."""
+    try:
+        return msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return None
 
 
 def not_stored(error: Exception) -> FieldError:

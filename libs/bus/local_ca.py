@@ -53,11 +53,13 @@ def issue(
     signer = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
     assert isinstance(signer, ec.EllipticCurvePrivateKey)
     key = ec.generate_private_key(ec.SECP256R1())
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    # A server also connects as a client: to the other servers of its cluster, as a route.
+    usage = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    usage.append(ExtendedKeyUsageOID.CLIENT_AUTH)
     builder = (
         _builder(name, key.public_key(), issuer=authority.subject)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
     )
     if hosts:
         builder = builder.add_extension(

@@ -49,6 +49,7 @@ from allot.proto.subjects import (
 
 _JOB = f"{EVENTS_PREFIX}.job.*"
 _NODE = f"{EVENTS_PREFIX}.node.*"
+ROUTE_USER = "route"  # what the servers of a cluster present to each other, with a secret
 CORE = "CORE"  # the log's account: services, node agents, operators
 USERS = "USERS"  # people, who read the mirror
 
@@ -137,12 +138,15 @@ def permissions(identity: Identity) -> dict[str, Any]:
 
 
 class Cluster(msgspec.Struct, frozen=True, kw_only=True):
-    """A JetStream cluster a server joins: its name, the port for routes, and the route
-    URLs of its members (``nats-route://host:6222``)."""
+    """A JetStream cluster a server joins: its name, the port for routes, the route URLs of
+    its members (``nats-route://host:6222``) and the secret every route presents. A server
+    that joins as a route may publish anything in any account, so a certificate from the
+    CA is not enough: the CA signs clients' certificates too."""
 
     name: str
     port: int = 6222
     routes: tuple[str, ...] = ()
+    secret: str
 
 
 def server_config(
@@ -169,7 +173,8 @@ def server_config(
             "name": cluster.name,
             "host": host,
             "port": cluster.port,
-            "routes": list(cluster.routes),
+            "authorization": {"user": ROUTE_USER, "password": cluster.secret},
+            "routes": [_with_secret(route, cluster.secret) for route in cluster.routes],
         }
         if tls is not None:
             config["cluster"]["tls"] = {**tls.config(), "verify": True}
@@ -222,3 +227,9 @@ def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _with_secret(route: str, secret: str) -> str:
+    """``nats-route://host:6222`` as this server dials it: with the routes' credentials."""
+    scheme, sep, rest = route.partition("://")
+    return f"{scheme}{sep}{ROUTE_USER}:{secret}@{rest.rpartition('@')[2]}" if sep else route

@@ -8,11 +8,12 @@ folder are made; those there are kept, so it can be run again after ``allot user
 
 import argparse
 import os
+import secrets
 import ssl
 import sys
 from pathlib import Path
 
-from allot.bus.identity import MIRROR_MAKER, OPERATOR, IdentityError, Keyring, load
+from allot.bus.identity import MIRROR_MAKER, OPERATOR, SERVICES, IdentityError, Keyring, load
 from allot.bus.permissions import Cluster, server_config
 from allot.bus.tls import ServerTls, TlsError, from_environment
 from allot.bus.urls import redacted
@@ -54,6 +55,15 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
     if any(tls_files) and not all(tls_files):
         print("allot: TLS needs --tls-ca, --tls-cert and --tls-key together", file=sys.stderr)
         return 2
+    if args.cluster_name and not all(tls_files):
+        print("allot: --cluster-name: routes carry the log and its secrets between machines; "
+              "give --tls-ca, --tls-cert and --tls-key too", file=sys.stderr)  # fmt: skip
+        return 2
+    reserved = [n for n in nodes if n in (OPERATOR, MIRROR_MAKER, *SERVICES)]
+    if reserved:
+        print(f"allot: --nodes: {reserved[0]!r} names an identity of Allot's own; "
+              "name the node otherwise", file=sys.stderr)  # fmt: skip
+        return 2
     tls = (
         ServerTls(
             ca=str(Path(args.tls_ca).resolve()),
@@ -80,7 +90,12 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
         tls=tls,
         server_name=args.server_name,
         cluster=(
-            Cluster(name=args.cluster_name, port=args.cluster_port, routes=tuple(routes))
+            Cluster(
+                name=args.cluster_name,
+                port=args.cluster_port,
+                routes=tuple(routes),
+                secret=route_secret(Path(args.identities)),
+            )
             if args.cluster_name
             else None
         ),
@@ -92,6 +107,15 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}: {len(identities)} identities from {args.identities}",
               file=sys.stderr)  # fmt: skip
     return 0
+
+
+def route_secret(identities: Path) -> str:
+    """The secret the servers of the cluster present to each other as routes: made once,
+    kept with the identities (run the command for each server with the same folder)."""
+    path = identities / "routes.secret"
+    if not path.exists():
+        _write_private(path, secrets.token_urlsafe(32))
+    return path.read_text().strip()
 
 
 def _write_private(path: Path, text: str) -> None:

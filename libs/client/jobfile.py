@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from allot.core.accounts import parse_duration
-from allot.proto.commands import FieldError, decode_problem
+from allot.proto.commands import FieldError, decode_problem, unknown_field
 from allot.proto.events import JobSpec
 
 # Durations, written "30m" in a file: flag (argparse dest) and file name -> JobSpec field.
@@ -85,9 +85,13 @@ def spec_from(args: argparse.Namespace) -> JobSpec:
             )
     fields.setdefault("command", [])
     try:
-        return msgspec.convert(fields, JobSpec)
-    except msgspec.ValidationError as error:  # a field the spec does not have, or mistyped
+        spec = msgspec.convert(fields, JobSpec)
+    except msgspec.ValidationError as error:  # mistyped
         raise SpecError(decode_problem(error, fields, JobSpec)) from None
+    unknown = unknown_field(fields, JobSpec)  # a field the spec does not have
+    if unknown is not None:
+        raise SpecError(unknown)
+    return spec
 
 
 def _read_file(path: Path) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def read_cluster(path: Path) -> list[NodeShape]:
             shape = msgspec.convert(table, NodeShape)
         except msgspec.ValidationError as error:
             raise ValueError(f"{path}: node {number}: {error}") from None
-        if shape.gpus < 1 or not _NODE_ID.match(shape.node_id):
+        if shape.gpus < 1 or not _NODE_ID.fullmatch(shape.node_id):
             raise ValueError(f"{path}: node {number}: node_id and gpus >= 1 are required")
         if shape.node_id in {s.node_id for s in shapes}:
             raise ValueError(f"{path}: node {number}: node_id {shape.node_id!r} twice")

@@ -79,7 +79,7 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
 
     for path in sorted(raw):
         entry = raw[path]
-        if not ACCOUNT_PATTERN.match(path):
+        if not ACCOUNT_PATTERN.fullmatch(path):
             bad(path, "", path, "account paths are lower-case segments such as 'ml/vision'")
             continue
         if not isinstance(entry, Mapping):
@@ -120,7 +120,7 @@ def settings_problems(settings: AccountSettings) -> Iterator[tuple[str, object, 
             yield name, f"{len(amounts)} resources", f"at most {MAX_RESOURCES}"
             continue
         for resource, amount in sorted(amounts.items()):
-            if not RESOURCE.match(resource):
+            if not RESOURCE.fullmatch(resource):
                 yield (
                     f"{name}.{resource}",
                     resource[:100],

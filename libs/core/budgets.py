@@ -64,7 +64,7 @@ def read_grant(
     def bad(field: str, value: object, message: str) -> None:
         errors.append(FieldError(field=field, value=str(value)[:200], message=message))
 
-    if not ACCOUNT_PATTERN.match(request.account):
+    if not ACCOUNT_PATTERN.fullmatch(request.account):
         bad("account", request.account, "an account path such as 'ml/vision'")
     elif state.accounts and request.account not in state.accounts:
         bad("account", request.account, "no such account; `allot accounts show` lists them")

@@ -63,7 +63,7 @@ def _accounts_applied(state: State, seq: int, e: AccountsApplied) -> None:
     # Held to what the ledger accepts from a file: the fold of a forged apply cannot put in
     # the tree what no apply could.
     for path, settings in (*e.updated.items(), *e.defined.items()):
-        if not ACCOUNT_PATTERN.match(path):
+        if not ACCOUNT_PATTERN.fullmatch(path):
             raise Ignore(f"{path[:200]!r} is not an account path")
         problem = next(settings_problems(settings), None)
         if problem is not None:

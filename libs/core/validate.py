@@ -42,7 +42,7 @@ Bad = Callable[[str, object, str], None]
 def is_account_path(path: str) -> bool:
     """Whether ``path`` matches ``ACCOUNT_PATTERN``, remembered: a log names the same few
     accounts again and again, and the pattern takes a microsecond to match."""
-    return ACCOUNT_PATTERN.match(path) is not None
+    return ACCOUNT_PATTERN.fullmatch(path) is not None
 
 
 def validate_submission(request: SubmitRequest, state: State) -> list[FieldError]:
@@ -158,7 +158,7 @@ def _check_env(env: dict[str, str], bad: Bad) -> int:
     if len(env) > MAX_ENV:
         bad("env", f"{len(env)} variables", f"at most {MAX_ENV} variables")
     for variable, value in env.items():
-        if not ENV_NAME.match(variable):
+        if not ENV_NAME.fullmatch(variable):
             bad("env", variable, "environment variable names are letters, digits and '_'")
         elif variable.startswith("ALLOT_") or variable == "CUDA_VISIBLE_DEVICES":
             bad("env", variable, "ALLOT_* and CUDA_VISIBLE_DEVICES are set by Allot")

@@ -13,10 +13,6 @@ import hashlib
 import logging
 import uuid
 
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-
-from allot.bus import tracing
 from allot.bus.eventlog import EventLog
 from allot.core import (
     State,
@@ -45,12 +41,12 @@ from allot.proto.events import (
     NodeUncordoned,
 )
 from allot.proto.limits import MAX_REASON
-from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT, from_anyone, health
-from allot.services.replies import Sender, answer, decode_request, not_stored
+from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT
+from allot.services.commands import Commands, Lane
+from allot.services.replies import Sender, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
 log = logging.getLogger("allot.intake")
-QUEUE_GROUP = "intake"
 MAX_IN_FLIGHT = 256  # submissions being appended at once
 CATCH_UP_S = 2.0  # how long a refused command waits for the log to be folded
 
@@ -68,14 +64,25 @@ class Intake:
         self.events = events
         self.clock = clock or Clock()
         self.state = State()
-        self._subscriptions: list[Subscription] = []
-        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.commands = Commands("intake", self.clock)
+        # Submissions are handled many at once, so appends overlap their acknowledgements.
+        # Safe for retries: a key always maps to the same job id and message id, so the
+        # server drops whichever of two racing appends comes second.
+        submissions = Lane(at_once=MAX_IN_FLIGHT)
+        for name in (SUBMIT, ADMIN + SUBMIT):
+            self.commands.answer(name, self.submit, submissions)
+        control = Lane()  # cancels and node commands, one at a time
+        for name in (CANCEL, ADMIN + CANCEL):
+            self.commands.answer(name, self.cancel, control)
+        self.commands.answer(NODE_COMMAND, self.node_command, control)
         self._appending: dict[str, JobSpec] = {}  # job id -> spec appended, not yet folded
         self._folded = asyncio.Condition()  # notified whenever the fold has caught up
 
     async def run(self) -> None:
-        await follow_state(self.events, self.state, self._on_caught_up)
+        try:
+            await follow_state(self.events, self.state, self._on_caught_up)
+        finally:
+            await self.commands.close()
 
     async def _on_caught_up(self) -> None:
         async with self._folded:
@@ -84,46 +91,9 @@ class Intake:
             del self._appending[job_id]  # folded: the idempotency index has it now
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
-        if self._subscriptions:
-            return
-        nc = self.events.nc
-        handlers = {
-            SUBMIT: self._on_submit,
-            ADMIN + SUBMIT: self._on_submit,
-            CANCEL: self._on_cancel,
-            ADMIN + CANCEL: self._on_cancel,
-            NODE_COMMAND: self._on_node_command,
-        }
-        self._subscriptions = [
-            await nc.subscribe(from_anyone(name), queue=QUEUE_GROUP, cb=handler)
-            for name, handler in handlers.items()
-        ]
-        self._subscriptions.append(
-            await nc.subscribe(health("intake"), queue=QUEUE_GROUP, cb=self._on_health)
-        )
-        log.info("caught up at sequence %d, accepting commands", self.state.seq)
-
-    async def _on_health(self, msg: Msg) -> None:
-        await msg.respond(b'{"ok":true}')
-
-    async def _on_submit(self, msg: Msg) -> None:
-        # Handled concurrently so appends overlap their acknowledgements. Safe for
-        # retries: a key always maps to the same job id and message id, so the server
-        # drops whichever of two racing appends comes second.
-        await self._in_flight.acquire()
-        task = asyncio.create_task(self._submit_and_reply(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _: self._in_flight.release())
-
-    async def _submit_and_reply(self, msg: Msg) -> None:
-        with tracing.tracer.start_as_current_span(
-            "intake.submit", context=tracing.extract(msg.headers)
-        ):
-            await answer(msg, self.submit, "intake")
-
-    async def _on_cancel(self, msg: Msg) -> None:
-        await answer(msg, self.cancel, "intake")
+        if not self.commands.serving:
+            await self.commands.serve(self.events.connection)
+            log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
     async def submit(self, payload: bytes, sender: Sender) -> SubmitReply:
         request = decode_request(payload, SubmitRequest)
@@ -211,9 +181,6 @@ class Intake:
             async with asyncio.timeout(CATCH_UP_S), self._folded:
                 await self._folded.wait_for(lambda: self.state.seq >= target)
         return True
-
-    async def _on_node_command(self, msg: Msg) -> None:
-        await answer(msg, self.node_command, "intake")
 
     async def node_command(self, payload: bytes, sender: Sender) -> NodeCommandReply:
         """Cordon (and maybe drain) or uncordon a node the log knows."""

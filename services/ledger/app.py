@@ -20,8 +20,6 @@ import hashlib
 import logging
 
 import msgspec
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 
 from allot.bus.eventlog import EventLog
 from allot.core import State
@@ -44,8 +42,8 @@ from allot.proto.events import (
     UsageCharged,
 )
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
-from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT, health
-from allot.services.commands import CommandQueue
+from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT
+from allot.services.commands import Commands, Lane
 from allot.services.replies import Sender, decode_request, not_stored
 from allot.services.runtime import Clock, follow_state, stamp
 
@@ -55,29 +53,36 @@ MAX_APPLY_BYTES = MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES
 
 class Ledger:
     def __init__(
-        self, events: EventLog, accounting_interval_s: float = 60.0, clock: Clock | None = None
+        self,
+        events: EventLog,
+        accounting_interval_s: float = 60.0,
+        clock: Clock | None = None,
     ):
         self.events = events
         self.interval_ns = int(accounting_interval_s * 1e9)
         self.clock = clock or Clock()
         self.state = State()
-        self.commands = CommandQueue("ledger", self.clock)
-        self._subscriptions: list[Subscription] = []
+        self.commands = Commands("ledger", self.clock)
+        one_at_a_time = Lane()
+        self.commands.answer(ACCOUNTS_APPLY, self.apply, one_at_a_time)
+        self.commands.answer(BUDGET_GRANT, self.grant, one_at_a_time)
         self._folded = asyncio.Condition()
         self._charging = asyncio.Lock()
         self._charged_seq = 0  # the last charge (or used-up budget) this ledger appended
 
     async def run(self) -> None:
-        await asyncio.gather(
-            follow_state(self.events, self.state, self._on_caught_up),
-            self._charge_on_time(),
-            self.commands.serve(),
-        )
+        try:
+            await asyncio.gather(
+                follow_state(self.events, self.state, self._on_caught_up),
+                self._charge_on_time(),
+            )
+        finally:
+            await self.commands.close()
 
     async def _charge_on_time(self) -> None:
         while True:
             await asyncio.sleep(min(1.0, self.interval_ns / 4e9))
-            if self._subscriptions:  # the log has been read
+            if self.commands.serving:  # the log has been read
                 await self.charge()
 
     async def charge(self) -> None:
@@ -153,18 +158,9 @@ class Ledger:
         async with self._folded:
             self._folded.notify_all()
         await self.charge()
-        if self._subscriptions:
-            return
-        nc = self.events.nc
-        handlers = {ACCOUNTS_APPLY: self.apply, BUDGET_GRANT: self.grant}
-        self._subscriptions = [
-            *await self.commands.subscribe(nc, handlers),
-            await nc.subscribe(health("ledger"), queue="ledger", cb=self._on_health),
-        ]
-        log.info("caught up at sequence %d, accepting commands", self.state.seq)
-
-    async def _on_health(self, msg: Msg) -> None:
-        await msg.respond(b'{"ok":true}')
+        if not self.commands.serving:
+            await self.commands.serve(self.events.connection)
+            log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
     async def apply(self, payload: bytes, sender: Sender) -> AccountsApplyReply:
         request = decode_request(payload, AccountsApplyRequest)

@@ -1,22 +1,39 @@
-"""The queue between NATS and a command service's handlers, against a real server: a
+"""The runtime between NATS and a command service's handlers, against a real server: a
 bounded wait, an answer for every request, no work for clients that have given up."""
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 
 import msgspec
 import nats
 
 from allot.bus import EmbeddedNats
+from allot.bus.eventlog import Connection
 from allot.proto.commands import AccountsApplyReply
-from allot.proto.subjects import command, inbox_prefix
-from allot.services.commands import CommandQueue
-from allot.services.replies import Sender
+from allot.proto.subjects import ACCOUNTS_APPLY, ADMIN, command, inbox_prefix
+from allot.services.commands import Commands, Lane
+from allot.services.replies import Handler, Sender
 from allot.services.runtime import Clock
 
-COMMAND = "test"
+COMMAND = ACCOUNTS_APPLY  # any command with a contract; the handlers here are the tests'
 SENDER = "alice"
 SUBJECT = command(SENDER, COMMAND)
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    url: str, handlers: dict[str, Handler], lane: Lane | None = None, max_wait_s: float = 10.0
+) -> AsyncIterator[Commands]:
+    commands = Commands("tester", Clock(), max_wait_s=max_wait_s)
+    shared = lane or Lane()
+    for name, handler in handlers.items():
+        commands.answer(name, handler, shared)
+    await commands.serve(Connection(url))
+    try:
+        yield commands
+    finally:
+        await commands.close()
 
 
 async def as_sender(url: str) -> nats.NATS:
@@ -34,26 +51,18 @@ async def test_every_request_is_answered_and_none_waits_unboundedly(
         handled.append(payload)
         return AccountsApplyReply(defined=[payload.decode()])
 
-    queue = CommandQueue("tester", Clock(), max_waiting=2, max_wait_s=0.7)
-    nc = await nats.connect(nats_server.url)
-    await queue.subscribe(nc, {COMMAND: slow})
-    serving = asyncio.create_task(queue.serve())
-    try:
-        async with await as_sender(nats_server.url) as client:
-            # One is handled at once; two wait, the second of them too long; one finds the
-            # queue full.
-            answers = []
-            for i in range(4):
-                answers.append(asyncio.create_task(client.request(SUBJECT, b"%d" % i, timeout=5)))
-                await asyncio.sleep(0.02)  # in this order
-            replies = [
-                msgspec.json.decode((await a).data, type=AccountsApplyReply) for a in answers
-            ]
-    finally:
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await nc.close()
+    lane = Lane(max_waiting=2)
+    async with (
+        serving(nats_server.url, {COMMAND: slow}, lane, max_wait_s=0.7),
+        await as_sender(nats_server.url) as client,
+    ):
+        # One is handled at once; two wait, the second of them too long; one finds the
+        # queue full.
+        answers = []
+        for i in range(4):
+            answers.append(asyncio.create_task(client.request(SUBJECT, b"%d" % i, timeout=5)))
+            await asyncio.sleep(0.02)  # in this order
+        replies = [msgspec.json.decode((await a).data, type=AccountsApplyReply) for a in answers]
     assert [r.defined for r in replies[:2]] == [["0"], ["1"]]
     assert "given up" in replies[2].errors[0].message
     assert "busy" in replies[3].errors[0].message
@@ -68,18 +77,12 @@ async def test_a_handler_that_raises_is_answered_and_the_queue_goes_on(
             raise ZeroDivisionError("a bug")
         return AccountsApplyReply(defined=["ok"])
 
-    queue = CommandQueue("tester", Clock())
-    nc = await as_sender(nats_server.url)
-    await queue.subscribe(nc, {COMMAND: fragile})
-    serving = asyncio.create_task(queue.serve())
-    try:
+    async with (
+        serving(nats_server.url, {COMMAND: fragile}),
+        await as_sender(nats_server.url) as nc,
+    ):
         failed = await nc.request(SUBJECT, b"boom", timeout=5)
         fine = await nc.request(SUBJECT, b"fine", timeout=5)
-    finally:
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await nc.close()
     [error] = msgspec.json.decode(failed.data, type=AccountsApplyReply).errors
     assert "ZeroDivisionError('a bug')" in error.message
     assert msgspec.json.decode(fine.data, type=AccountsApplyReply).defined == ["ok"]
@@ -96,23 +99,15 @@ async def test_a_message_whose_replies_go_elsewhere_than_its_senders_inbox_is_no
         handled.append(sender)
         return AccountsApplyReply()
 
-    queue = CommandQueue("tester", Clock())
-    nc = await nats.connect(nats_server.url)
-    await queue.subscribe(nc, {COMMAND: record, f"admin.{COMMAND}": record})
-    serving = asyncio.create_task(queue.serve())
-    try:
-        async with await as_sender(nats_server.url) as client:
-            landed = await client.subscribe("allot.evt.job.forged.JobSubmitted")
-            await client.publish(SUBJECT, b"{}", reply="allot.evt.job.forged.JobSubmitted")
-            await client.publish(SUBJECT, b"{}")  # no reply subject at all
-            await client.publish(SUBJECT, b"{}", reply="_INBOX_bob.x")  # another's inbox
-            await client.request(command(SENDER, f"admin.{COMMAND}"), b"{}", timeout=5)
-            with contextlib.suppress(nats.errors.TimeoutError):
-                await landed.next_msg(timeout=0.5)
-                raise AssertionError("a reply was published outside the sender's inbox")
-    finally:
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        await nc.close()
+    handlers: dict[str, Handler] = {"cancel": record, ADMIN + "cancel": record}
+    async with serving(nats_server.url, handlers), await as_sender(nats_server.url) as client:
+        landed = await client.subscribe("allot.evt.job.forged.JobSubmitted")
+        cancel = command(SENDER, "cancel")
+        await client.publish(cancel, b"{}", reply="allot.evt.job.forged.JobSubmitted")
+        await client.publish(cancel, b"{}")  # no reply subject at all
+        await client.publish(cancel, b"{}", reply="_INBOX_bob.x")  # another's inbox
+        await client.request(command(SENDER, ADMIN + "cancel"), b"{}", timeout=5)
+        with contextlib.suppress(nats.errors.TimeoutError):
+            await landed.next_msg(timeout=0.5)
+            raise AssertionError("a reply was published outside the sender's inbox")
     assert handled == [Sender(principal=SENDER, operator=True)]

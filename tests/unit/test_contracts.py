@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from allot.bus.codec import decode, encode
+from allot.bus.permissions import ANSWERS
 from allot.proto import schema
 from allot.proto.events import (
     EVENT_TYPES,
@@ -20,6 +21,7 @@ from allot.proto.events import (
     PlanComputed,
 )
 from allot.proto.subjects import subject_for
+from allot.services import asyncapi
 from tests import builders as b
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +87,16 @@ def test_fields_from_a_newer_schema_are_tolerated() -> None:
 def test_an_unknown_event_type_is_a_decode_error() -> None:
     with pytest.raises(msgspec.ValidationError):
         decode(b'{"type": "JobTeleported", "meta": {"id": "1", "at": 1, "producer": "x"}}')
+
+
+def test_an_event_from_a_newer_writer_with_a_spec_field_this_reader_lacks_is_read() -> None:
+    """A reader older than the intake that wrote the event keeps the job (rolling upgrades,
+    logs imported from newer installations); only requests refuse fields they lack."""
+    event = msgspec.to_builtins(b.submitted("j-1"))
+    event["spec"]["preemptible"] = True  # a field of a later version
+    decoded = decode(msgspec.json.encode(event))
+    assert isinstance(decoded, JobSubmitted)
+    assert decoded.spec == b.submitted("j-1").spec
 
 
 def test_subjects_follow_the_entity() -> None:
@@ -169,3 +181,33 @@ def test_a_version_1_plan_is_upcast_to_placements_and_newer_fields_are_ignored()
     )
     with pytest.raises(msgspec.ValidationError):
         decode(old.replace(b'"v":1', b'"v":2'))  # current version, old shape: no upcast
+
+
+def test_the_checked_in_asyncapi_document_is_current() -> None:
+    assert asyncapi.DOCUMENT.read_text() == asyncapi.render(), (
+        "run `python -m allot.services.asyncapi` to refresh proto/asyncapi.json"
+    )
+
+
+def test_the_asyncapi_document_lists_every_command_a_service_answers_and_resolves() -> None:
+    doc = asyncapi.document()
+    answered = {name for names in ANSWERS.values() for name in names}
+    assert set(doc["channels"]) == answered
+    for name, channel in doc["channels"].items():
+        assert channel["address"] == f"allot.cmd.{{principal}}.{name}"
+
+    def refs(node: object) -> list[str]:
+        if isinstance(node, dict):
+            own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+            return own + [r for value in node.values() for r in refs(value)]
+        return [r for value in node for r in refs(value)] if isinstance(node, list) else []
+
+    for ref in refs(doc):  # every reference points at something in the document
+        target: object = doc
+        for step in ref.removeprefix("#/").split("/"):
+            assert isinstance(target, dict), ref
+            assert step in target, ref
+            target = target[step]
+    submit = doc["components"]["schemas"]["JobSpec"]
+    assert submit["additionalProperties"] is False
+    assert submit["properties"]["gpus"]["minimum"] == 1

@@ -1,7 +1,10 @@
 import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from allot.proto.commands import AccountsApplyReply, CancelReply, FieldError
-from allot.services.replies import MAX_ERRORS, bounded
+from allot.proto.commands import AccountsApplyReply, CancelReply, FieldError, SubmitRequest
+from allot.services.replies import MAX_ERRORS, bounded, decode_request
 
 
 def test_a_reply_repeats_no_huge_value_back() -> None:
@@ -29,3 +32,31 @@ def test_a_reply_lists_the_first_errors_and_says_how_many_more() -> None:
 def test_a_short_reply_is_sent_as_it_is() -> None:
     reply = CancelReply(job_id="j-1", seq=4, errors=[])
     assert bounded(reply) == reply
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"spec": {"account": "a", "gpus": "x", "command": ["\\ud800"]}}',  # a lone surrogate
+        b'{"spec": {"account": "a", "gpus": "x", "command": ["x"], "cpus": 1e999}}',
+        b'{"spec": 1, "idempotency_key": "\\udfff"}',
+    ],
+)
+def test_a_request_that_fails_twice_over_is_still_a_field_error(payload: bytes) -> None:
+    """The value a bad field got is looked up by decoding again, untyped; a request that
+    the untyped decoder refuses too is answered all the same, and nothing raises."""
+    problem = decode_request(payload, SubmitRequest)
+    assert isinstance(problem, FieldError)
+    assert problem.message
+
+
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_decoding_any_request_answers_or_refuses_and_never_raises(payload: bytes) -> None:
+    decoded = decode_request(b'{"spec": ' + payload + b"}", SubmitRequest)
+    assert isinstance(decoded, SubmitRequest | FieldError)
+
+
+def test_a_request_nested_too_deep_is_refused_before_any_decoding() -> None:
+    problem = decode_request(b'{"spec": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", SubmitRequest)
+    assert isinstance(problem, FieldError)
+    assert "nested deeper" in problem.message

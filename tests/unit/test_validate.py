@@ -5,6 +5,7 @@ from allot.core import State, apply, known_submission, validate_cancel, validate
 from allot.core.validate import spec_problems
 from allot.proto.commands import CancelRequest, SubmitRequest
 from allot.proto.events import JobSpec
+from allot.proto.subjects import is_id, is_principal
 from tests import builders as b
 
 
@@ -234,3 +235,14 @@ def test_every_limit_the_schema_states_is_the_one_validation_holds_to(
     if high is not None:
         assert not refused(high)
         assert refused(high + 1)
+
+
+@pytest.mark.parametrize("trailing", ["\n", "\r\n"])
+def test_a_name_with_a_trailing_line_break_is_no_name(trailing: str) -> None:
+    """Python's ``$`` matches before a final newline; the JSON Schema's does not, and a
+    subject with a newline in it cannot be published (an account's usage could never be
+    charged)."""
+    assert [f for f, _ in problems(account="ml/vision" + trailing)] == ["account"]
+    assert [f for f, _ in problems(env={"MODE" + trailing: "1"})] == ["env"]
+    assert not is_principal("alice" + trailing)
+    assert not is_id("node-1" + trailing)
