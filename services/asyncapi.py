@@ -1,7 +1,7 @@
 """Write ``proto/asyncapi.json``: the AsyncAPI document of the command subjects, for
 publishers in other languages.
 
-FastStream makes it from the very subscribers the intake and the ledger declare
+FastStream makes it from the commands the intake and the ledger declare
 (``allot.services.commands``); the payloads are then the JSON Schemas of the requests and
 replies, made by msgspec (FastStream's generator cannot read msgspec Structs). Run
 ``python -m allot.services.asyncapi`` after changing a command; a test fails while the

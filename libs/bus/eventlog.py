@@ -13,7 +13,6 @@ import logging
 import ssl
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 import msgspec
 import nats
@@ -68,16 +67,6 @@ class EventTooLarge(ValueError):
         super().__init__(f"{what}: the log takes events of at most {limit} bytes")
 
 
-@dataclass(frozen=True)
-class Connection:
-    """Where a connection goes and as whom: a server's URL, an identity (None: a server
-    without authorization) and TLS (None: without)."""
-
-    url: str
-    identity: Identity | None = None
-    tls: ssl.SSLContext | None = None
-
-
 class Appended(msgspec.Struct, frozen=True):
     seq: int
     duplicate: bool
@@ -105,16 +94,8 @@ def new_meta(producer: str, at: int) -> Meta:
 
 
 class EventLog:
-    def __init__(
-        self,
-        nc: NATS,
-        settings: StreamSettings | None = None,
-        connection: "Connection | None" = None,
-    ):
+    def __init__(self, nc: NATS, settings: StreamSettings | None = None):
         self.nc = nc
-        # How ``nc`` was made, for another connection of the same identity (a service's
-        # commands have their own, ``allot.services.commands``); None if not known.
-        self.connection = connection
         self.js: JetStreamContext = nc.jetstream()
         self.settings = settings or StreamSettings()
 
@@ -138,7 +119,7 @@ class EventLog:
             **_quiet_callbacks(),
             **connect_options(principal, identity, tls),
         )
-        log = cls(nc, connection=Connection(url, identity, tls))
+        log = cls(nc)
         await log.ensure_stream()
         return log
 

@@ -92,7 +92,7 @@ class Intake:
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
         if not self.commands.serving:
-            await self.commands.serve(self.events.connection)
+            await self.commands.serve(self.events.nc)
             log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
     async def submit(self, payload: bytes, sender: Sender) -> SubmitReply:

@@ -159,7 +159,7 @@ class Ledger:
             self._folded.notify_all()
         await self.charge()
         if not self.commands.serving:
-            await self.commands.serve(self.events.connection)
+            await self.commands.serve(self.events.nc)
             log.info("caught up at sequence %d, accepting commands", self.state.seq)
 
     async def apply(self, payload: bytes, sender: Sender) -> AccountsApplyReply:

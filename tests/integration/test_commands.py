@@ -9,7 +9,6 @@ import msgspec
 import nats
 
 from allot.bus import EmbeddedNats
-from allot.bus.eventlog import Connection
 from allot.proto.commands import AccountsApplyReply
 from allot.proto.subjects import ACCOUNTS_APPLY, ADMIN, command, inbox_prefix
 from allot.services.commands import Commands, Lane
@@ -29,11 +28,13 @@ async def serving(
     shared = lane or Lane()
     for name, handler in handlers.items():
         commands.answer(name, handler, shared)
-    await commands.serve(Connection(url))
+    nc = await nats.connect(url)
+    await commands.serve(nc)
     try:
         yield commands
     finally:
         await commands.close()
+        await nc.close()
 
 
 async def as_sender(url: str) -> nats.NATS:
