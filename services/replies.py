@@ -3,6 +3,7 @@ one reply to every request, whatever its handler does."""
 
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -19,6 +20,7 @@ Handler = Callable[[bytes, "Sender"], Awaitable[msgspec.Struct]]
 Reply = TypeVar("Reply", bound=msgspec.Struct)
 MAX_ERRORS = 100  # a reply lists at most these, and says how many more there were
 MESSAGE_CHARS = 1000  # of an error's message
+DROPPED_EVERY_S = 10.0  # how often at most dropped messages are logged
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,6 +51,26 @@ def sender_of(msg: Msg) -> Sender | None:
     return Sender(principal=principal, operator=name.startswith(ADMIN))
 
 
+class _Dropped:
+    """Messages dropped by ``answer``, logged at most every ``DROPPED_EVERY_S`` with how
+    many there were: whoever can send a flood of them must not flood the log as well."""
+
+    def __init__(self) -> None:
+        self.since = 0  # dropped since the last line
+        self.said_at = float("-inf")
+
+    def count(self, subject: str) -> None:
+        self.since += 1
+        now = time.monotonic()
+        if now - self.said_at >= DROPPED_EVERY_S:
+            log.warning("dropped %d message(s), the last on %s: its reply subject is not its "
+                        "sender's inbox", self.since, shown(subject, 300))  # fmt: skip
+            self.since, self.said_at = 0, now
+
+
+_dropped = _Dropped()
+
+
 def refusal(field: str, value: str, message: str) -> Refusal:
     return Refusal(errors=[FieldError(field=field, value=value, message=message)])
 
@@ -59,8 +81,7 @@ async def answer(msg: Msg, handle: Handler, service: str) -> None:
     message that is no request of its sender (``sender_of``) is dropped unanswered."""
     sender = sender_of(msg)
     if sender is None:
-        log.warning("dropped a message on %s: its reply subject is not its sender's inbox",
-                    shown(msg.subject, 300))  # fmt: skip
+        _dropped.count(msg.subject)
         return
     try:
         reply = await handle(msg.data, sender)

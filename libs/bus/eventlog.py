@@ -5,6 +5,11 @@ last sequence of the stream or of the event's subject; a log that moved on raise
 ``Conflict``. Reads and
 follows use ordered consumers, so records arrive in sequence order without acks. Durable
 consumers (``consume``) ack after the caller has handled a record: at-least-once.
+
+A log opened ``direct`` (how users read their mirror) holds nothing on the server: it reads
+by batches of direct gets, which the server answers and forgets, and learns of new records
+from the mirror's feed. A consumer is server state that whoever made it can make outlive
+them, and the server allows a stream only so many (docs/adr/0015).
 """
 
 import asyncio
@@ -48,6 +53,23 @@ from allot.proto.subjects import (
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
+DIRECT_BATCH = 256  # records per direct get
+DIRECT_BATCH_BYTES = 4 << 20  # and at most this much of them
+DIRECT_ANSWER_S = 5.0  # how long an answer to a direct get may take
+DIRECT_IDLE_S = 1.0  # how often a direct follower asks when it hears of nothing new
+DIRECT_QUICK_S = 0.01  # and how often for a moment after it heard the mirror being fed
+DIRECT_QUICK_FOR_S = 1.0
+# What the server adds to each message a direct get answers with; not part of the record.
+_DIRECT_HEADERS = frozenset(
+    (
+        "Nats-Stream",
+        "Nats-Subject",
+        "Nats-Sequence",
+        "Nats-Time-Stamp",
+        "Nats-Num-Pending",
+        "Nats-Last-Sequence",
+    )
+)
 log = logging.getLogger("allot.bus")
 
 
@@ -94,10 +116,12 @@ def new_meta(producer: str, at: int) -> Meta:
 
 
 class EventLog:
-    def __init__(self, nc: NATS, settings: StreamSettings | None = None):
+    def __init__(self, nc: NATS, settings: StreamSettings | None = None, *, direct: bool = False):
+        """``direct``: read by direct gets, holding no consumer on the server."""
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream()
         self.settings = settings or StreamSettings()
+        self.direct = direct
 
     @classmethod
     async def connect(
@@ -146,25 +170,25 @@ class EventLog:
         """Create the users' mirror of the log (``MIRROR``, in the users' account) if there
         is none yet; as ``ensure_stream``, wait until the log exists to be mirrored."""
         feed = ExternalStream(api=MIRROR_API, deliver=MIRROR_DELIVER)
-        await self._ensure(
-            StreamConfig(
-                name=MIRROR,
-                mirror=StreamSource(name=self.settings.name, external=feed),
-                storage=StorageType.FILE,
-                max_msg_size=self.settings.max_msg_size,
-            )
+        mirror = StreamConfig(
+            name=MIRROR,
+            mirror=StreamSource(name=self.settings.name, external=feed),
+            storage=StorageType.FILE,
+            max_msg_size=self.settings.max_msg_size,
+            allow_direct=True,  # users read it by direct gets only
         )
+        if not (await self._ensure(mirror)).allow_direct:
+            await self.js.update_stream(mirror)  # a mirror made before users read directly
 
-    async def _ensure(self, config: StreamConfig) -> None:
+    async def _ensure(self, config: StreamConfig) -> StreamConfig:
+        """The stream's configuration, as it was found or as it was made."""
         assert config.name is not None
         while True:
             try:
-                await self.js.stream_info(config.name)
-                return
+                return (await self.js.stream_info(config.name)).config
             except NotFoundError:
                 try:
-                    await self.js.add_stream(config)
-                    return
+                    return (await self.js.add_stream(config)).config
                 except nats.errors.TimeoutError:
                     await asyncio.sleep(RECONNECT_CHECK_S)
 
@@ -244,6 +268,11 @@ class EventLog:
         After the connection came back, it subscribes again from the next record: the old
         ordered consumer would notice the loss only after missing several heartbeats,
         leaving the caller blind for many seconds after the bus returned."""
+        if self.direct:
+            async with contextlib.aclosing(self._follow_direct(from_seq, subject)) as records:
+                async for record in records:
+                    yield record
+            return
         next_seq = max(1, from_seq)
         while True:
             reconnects = self.nc.stats["reconnects"]
@@ -281,6 +310,74 @@ class EventLog:
                 if self.nc.is_closed:
                     raise
                 await asyncio.sleep(RECONNECT_CHECK_S)
+
+    async def _follow_direct(self, from_seq: int, subject: str) -> AsyncGenerator[Record, None]:
+        """``follow`` without a consumer: batches of direct gets from the next record on. It
+        asks again when the mirror's feed delivers (quickly for a moment: the message may
+        not be stored yet) and every ``DIRECT_IDLE_S`` in case it missed that."""
+        loop = asyncio.get_running_loop()
+        next_seq = max(1, from_seq)
+        fed = asyncio.Event()
+
+        async def on_feed(_: Msg) -> None:
+            fed.set()
+
+        feed = await self.nc.subscribe(f"{MIRROR_DELIVER}.>", cb=on_feed)
+        quick_until = 0.0
+        try:
+            while True:
+                fed.clear()
+                batch = await self._direct_batch(next_seq, subject)
+                for record in batch:
+                    next_seq = record.seq + 1
+                    yield record
+                if batch:
+                    continue
+                quick = loop.time() < quick_until
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fed.wait(), DIRECT_QUICK_S if quick else DIRECT_IDLE_S)
+                    quick_until = loop.time() + DIRECT_QUICK_FOR_S
+        finally:
+            with contextlib.suppress(nats.errors.Error):
+                await feed.unsubscribe()
+
+    async def _direct_batch(self, from_seq: int, subject: str) -> list[Record]:
+        """The records from ``from_seq`` on that one direct get answers with (none: there
+        are none yet, or the server is away for now)."""
+        records: list[Record] = []
+        ended = asyncio.get_running_loop().create_future()
+
+        async def on_answer(msg: Msg) -> None:
+            headers = msg.headers or {}
+            if "Status" in headers:  # 204: the end of the batch; 404: nothing from here
+                if not ended.done():
+                    ended.set_result(None)
+            else:
+                records.append(_direct_record(msg.data, headers))
+
+        inbox = self.nc.new_inbox()
+        answers = await self.nc.subscribe(inbox, cb=on_answer)
+        ask = {
+            "seq": from_seq,
+            "next_by_subj": subject,
+            "batch": DIRECT_BATCH,
+            "max_bytes": DIRECT_BATCH_BYTES,
+        }
+        try:
+            subject_of_api = f"$JS.API.DIRECT.GET.{self.settings.name}"
+            await self.nc.publish(subject_of_api, msgspec.json.encode(ask), inbox)
+            await asyncio.wait_for(ended, DIRECT_ANSWER_S)
+        except (TimeoutError, nats.errors.ConnectionClosedError):
+            if self.nc.is_closed:
+                raise
+            # Away, or the answer was cut off: the records before the gap are good (they
+            # come in order); the rest is asked for again.
+            if not records:
+                await asyncio.sleep(RECONNECT_CHECK_S)
+        finally:
+            with contextlib.suppress(nats.errors.Error):
+                await answers.unsubscribe()
+        return records
 
     async def consume(
         self, durable: str, subject: str = ALL_EVENTS, batch: int = 256
@@ -334,6 +431,13 @@ def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:
         log.info("NATS: reconnected")
 
     return {"error_cb": error, "disconnected_cb": disconnected, "reconnected_cb": reconnected}
+
+
+def _direct_record(data: bytes, headers: Mapping[str, str]) -> Record:
+    """A record from a direct get's answer, whose headers say where in the log it is."""
+    own = {k: v for k, v in headers.items() if isinstance(k, str) and k not in _DIRECT_HEADERS}
+    seq, subject = int(headers["Nats-Sequence"]), headers["Nats-Subject"]
+    return make_record(seq, subject, data, own, int(headers.get("Nats-Num-Pending", 0)))
 
 
 def to_record(msg: Msg, buffered: int = 0) -> Record:

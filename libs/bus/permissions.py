@@ -4,15 +4,17 @@ config that says so (docs/adr/0015).
 Writers of the log: each service only the events it is the author of, a node agent only
 those of its own node, the operator anything (it restores logs); no user appends.
 Commands: every identity only under its own name (``allot.cmd.<name>.…``), operators also
-under ``….admin.``; replies only in one's own inbox. Everyone may read the log (an ordered
-consumer of the stream); only the operator and the services may create the stream, and
-nobody may change it or delete from it.
+under ``….admin.``; replies only in one's own inbox. Everyone may read the log; only the
+operator and the services may create the stream, and nobody may change it or delete from it.
 
 Users live in an account of their own, ``USERS``; everyone else in ``CORE``, which holds
 the log. JetStream answers an API request on whatever reply subject it names, with the
 server's rights, so a user in the log's account could have answers written onto the log.
 In ``USERS`` there is nothing to write onto: users read a mirror of the log (which takes
 no messages but the log's), and reach the commands and health checks through imports.
+Users read it by direct gets and watch its feed to learn of new records; they may not make
+consumers, which would be theirs to keep alive for ever and of which a stream takes only
+so many: one user could leave no room for the others.
 """
 
 import json
@@ -54,17 +56,15 @@ CORE = "CORE"  # the log's account: services, node agents, operators
 USERS = "USERS"  # people, who read the mirror
 
 
-def read_log(stream: str) -> list[str]:
-    """Reading a stream: its info (the last sequence) and ordered consumers with their
-    flow control. Not ``CONSUMER.CREATE.<stream>.>``: that also makes durable consumers."""
-    return [
-        f"$JS.API.STREAM.INFO.{stream}",
-        f"$JS.API.CONSUMER.CREATE.{stream}",
-        f"$JS.FC.{stream}.>",
-    ]
-
-
-READ_LOG = read_log(STREAM)
+# Reading the log: its info (the last sequence) and ordered consumers with their flow
+# control. Not ``CONSUMER.CREATE.<stream>.>``: that also makes durable consumers.
+READ_LOG = [
+    f"$JS.API.STREAM.INFO.{STREAM}",
+    f"$JS.API.CONSUMER.CREATE.{STREAM}",
+    f"$JS.FC.{STREAM}.>",
+]
+# Reading the users' mirror: its info and direct gets, which leave nothing on the server.
+READ_MIRROR = [f"$JS.API.STREAM.INFO.{MIRROR}", f"$JS.API.DIRECT.GET.{MIRROR}"]
 MAKE_STREAM = [f"$JS.API.STREAM.CREATE.{STREAM}"]
 ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readiness check
 # The events each service is the author of.
@@ -97,11 +97,14 @@ ANSWERS = {
 def permissions(identity: Identity) -> dict[str, Any]:
     """The ``permissions`` block of the server config for ``identity``."""
     role = identity.role
-    publish = read_log(MIRROR) if role in ("user", "mirror") else [*READ_LOG]
+    publish = [*READ_MIRROR] if role in ("user", "mirror") else [*READ_LOG]
     subscribe = [f"{inbox_prefix(identity.name)}.>"]
     responds = False
+    if role == "user":
+        subscribe.append(f"{MIRROR_DELIVER}.>")  # what tells a reader of new records
     if role == "mirror":
-        publish.append(f"$JS.API.STREAM.CREATE.{MIRROR}")
+        # Update: a mirror made before users read by direct gets is let answer them.
+        publish += [f"$JS.API.STREAM.CREATE.{MIRROR}", f"$JS.API.STREAM.UPDATE.{MIRROR}"]
     if role in ("operator", "user"):
         publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
         publish.append("allot.health.*")

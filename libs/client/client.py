@@ -131,9 +131,9 @@ class AsyncClient:
                 f"the NATS server at {redacted(url)} does not admit {who}: ask its operator "
                 "for one (`allot users add NAME`) and set ALLOT_IDENTITY to its file"
             ) from None
-        # A user reads the mirror in the users' account; everyone else, the log itself.
-        reads = StreamSettings(name=MIRROR) if identity and identity.role == "user" else None
-        events = EventLog(nc, reads)
+        # A user reads the mirror in the users' account, directly; everyone else, the log.
+        user = identity is not None and identity.role == "user"
+        events = EventLog(nc, StreamSettings(name=MIRROR), direct=True) if user else EventLog(nc)
         return cls(events, principal, identity.operator if identity else True, denied)
 
     async def close(self) -> None:

@@ -15,7 +15,7 @@ from allot.bus.identity import load, new_identity, save
 from allot.client import AsyncClient, CommandError
 from allot.client.stack import Stack
 from allot.proto.events import JobSpec
-from allot.proto.subjects import ACCOUNTS_APPLY, MIRROR, SUBMIT
+from allot.proto.subjects import ACCOUNTS_APPLY, MIRROR, MIRROR_API, STREAM, SUBMIT
 from tests.stack import cli, running, until
 
 TREE = {
@@ -84,9 +84,20 @@ async def test_a_user_cannot_have_answers_written_onto_the_log(stack: Stack) -> 
         ):
             await mallory.events.nc.publish(api, b"", reply=onto_log)
         await mallory.events.nc.publish(mallory.subject(SUBMIT), b"{}", reply=onto_log)
+        # A direct get answers with many messages: aimed at what the users' account imports.
+        assert before > 0  # there is something to answer with
+        consumers = (await admin.events.js.stream_info(STREAM)).state.consumer_count
+        batch = json.dumps({"seq": 1, "batch": 256}).encode()
+        for imported in (
+            "allot.cmd.alice.cancel",
+            f"{MIRROR_API}.CONSUMER.CREATE.{STREAM}",
+            f"$JS.FC.{STREAM}.x",
+        ):
+            await mallory.events.nc.publish(f"$JS.API.DIRECT.GET.{MIRROR}", batch, imported)
         await mallory.events.nc.flush()
         await asyncio.sleep(1)
         assert await admin.events.last_seq() == before
+        assert (await admin.events.js.stream_info(STREAM)).state.consumer_count == consumers
 
 
 async def test_a_user_reads_the_log_from_its_mirror(stack: Stack) -> None:
@@ -97,6 +108,39 @@ async def test_a_user_reads_the_log_from_its_mirror(stack: Stack) -> None:
         log = await admin.events.read()
         mirrored = await rita.events.read(1, log[-1].seq)
         assert [(r.seq, r.event) for r in mirrored] == [(r.seq, r.event) for r in log]
+
+
+async def consumers_of_the_mirror(user: AsyncClient) -> int:
+    return (await user.events.js.stream_info(MIRROR)).state.consumer_count
+
+
+async def test_a_user_can_make_no_consumer_of_the_mirror(stack: Stack) -> None:
+    """A consumer outlives whoever made it for as long as its deliveries have somewhere to
+    go, and a stream takes only so many: one user could lock every other out of the log."""
+    async with await as_user(stack, "mallory") as mallory:
+        feed = {"deliver_subject": "allot.mirror.x", "ack_policy": "none"}
+        for api, config in [
+            (f"$JS.API.CONSUMER.CREATE.{MIRROR}", {}),
+            (f"$JS.API.CONSUMER.CREATE.{MIRROR}", feed),
+            (f"$JS.API.CONSUMER.CREATE.{MIRROR}.named", {"name": "named"}),
+            (f"$JS.API.CONSUMER.CREATE.{MIRROR}.named.allot.evt.>", {"name": "named"}),
+            (f"$JS.API.CONSUMER.DURABLE.CREATE.{MIRROR}.kept", {"durable_name": "kept"}),
+        ]:
+            ask = json.dumps({"stream_name": MIRROR, "config": config}).encode()
+            with pytest.raises(nats.errors.TimeoutError):
+                await mallory.events.nc.request(api, ask, timeout=1)
+        assert await consumers_of_the_mirror(mallory) == 0
+
+
+async def test_a_user_follows_the_log_holding_nothing_on_the_server(stack: Stack) -> None:
+    async with await stack.client() as admin, await as_user(stack, "rita") as rita:
+        following = asyncio.create_task(until(rita, lambda state: len(state.jobs) == 2))
+        first = await admin.submit(job("demo"))
+        await until(rita, lambda state: first.job_id in state.jobs)
+        assert await consumers_of_the_mirror(rita) == 0
+        await admin.submit(job("demo"))
+        await asyncio.wait_for(following, 10)
+        assert await consumers_of_the_mirror(rita) == 0
 
 
 async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> None:

@@ -7,7 +7,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from allot.bus import Conflict, EventLog, tracing
+from allot.bus import Conflict, EventLog, Record, tracing
+from allot.bus.eventlog import DIRECT_BATCH
 from allot.proto.events import JobSubmitted
 from tests import builders as b
 
@@ -131,3 +132,49 @@ async def test_an_append_can_guard_only_its_own_subject(event_log: EventLog) -> 
     with pytest.raises(Conflict):
         await event_log.append(b.plan(), expected_last_subject_seq=0)
     assert await event_log.last_seq() == 3
+
+
+async def directly(event_log: EventLog) -> EventLog:
+    """The same log, read by direct gets (as users read their mirror)."""
+    info = await event_log.js.stream_info(event_log.settings.name)
+    info.config.allow_direct = True
+    await event_log.js.update_stream(info.config)
+    return EventLog(event_log.nc, event_log.settings, direct=True)
+
+
+def as_read(record: Record) -> tuple[object, ...]:
+    return (record.seq, record.subject, record.event, record.error, record.headers, record.data)
+
+
+async def test_a_direct_reader_reads_what_a_consumer_reads(event_log: EventLog) -> None:
+    count = 2 * DIRECT_BATCH + 7  # more than one batch of direct gets
+    for i in range(count):
+        await event_log.append(b.submitted(f"j{i}"), headers={"x-order": str(i)})
+    await event_log.js.publish("allot.evt.job.x.JobTeleported", b"{not json")
+    direct = await directly(event_log)
+    by_consumer, by_direct_gets = await event_log.read(), await direct.read()
+    assert len(by_direct_gets) == count + 1
+    assert [as_read(r) for r in by_direct_gets] == [as_read(r) for r in by_consumer]
+    assert [r.pending for r in by_direct_gets[-3:]] == [2, 1, 0]
+    assert [r.seq for r in await direct.read(5, 9)] == [5, 6, 7, 8, 9]
+    assert await direct.read(count + 2) == []
+
+
+async def test_a_direct_reader_follows_new_records_and_keeps_no_consumer(
+    event_log: EventLog,
+) -> None:
+    await event_log.append(b.submitted("j1"))
+    await event_log.append(b.plan())
+    direct = await directly(event_log)
+    seen: list[tuple[int, str]] = []
+    async with contextlib.aclosing(direct.follow(1, "allot.evt.job.>")) as records:
+        async for record in records:
+            seen.append((record.seq, record.type))
+            info = await event_log.js.stream_info(event_log.settings.name)
+            assert info.state.consumer_count == 0
+            if record.seq == 1:
+                await event_log.append(b.plan())  # not under the subject followed
+                await event_log.append(b.submitted("j2"))
+            if record.seq == 4:
+                break
+    assert seen == [(1, "JobSubmitted"), (4, "JobSubmitted")]
