@@ -15,12 +15,14 @@ from typing import Any
 
 import allot.core
 import allot.proto
+from allot.bus import tracing
 from allot.bus.eventlog import EventLog, Record, new_meta
 from allot.bus.identity import IdentityError, load
 from allot.bus.tls import TlsError, from_environment
+from allot.bus.tracing import JobTraces
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
-from allot.proto.events import Meta
+from allot.proto.events import Event, JobEvent, JobSpec, Meta
 
 log = logging.getLogger("allot")
 
@@ -30,6 +32,7 @@ async def follow_state(
     state: State,
     on_caught_up: Callable[[], Awaitable[None]],
     tick_s: float | None = None,
+    traces: JobTraces | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -38,7 +41,7 @@ async def follow_state(
     ``tick_s`` seconds while the log is quiet: for decisions that time alone makes due
     (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
     slow to take an event) is logged; the decision is made again on the next event or tick,
-    from the log as it then is."""
+    from the log as it then is. ``traces`` learns each job's trace as it is folded."""
     one_at_a_time = asyncio.Lock()
 
     async def caught_up() -> None:
@@ -62,6 +65,8 @@ async def follow_state(
         async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
             async for record in records:
                 fold(state, record)
+                if traces is not None:
+                    traces.note(record.event, record.headers)
                 if state.refold_due:
                     await _refold(events, state)
                 if record.pending == 0:  # counts what reached this process unfolded too
@@ -71,6 +76,47 @@ async def follow_state(
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
+
+
+def event_span(
+    service: str, state: State, traces: JobTraces, event: Event
+) -> contextlib.AbstractContextManager[object]:
+    """The span to append ``event`` in: for an event about a job, a span of the job's trace
+    named for the service and the event (``preemptor.StopRequested``), with what an
+    operator filters on; for any other, none of its own."""
+    if not isinstance(event, JobEvent):
+        return contextlib.nullcontext()
+    name = f"{service}.{event.__struct_config__.tag}"
+    return tracing.job_span(traces, event.job_id, name, job_attributes(state, event))
+
+
+def job_attributes(state: State, event: JobEvent) -> dict[str, str | int | bool]:
+    """The span attributes of an event about a job: the job's and the event's own."""
+    job = state.jobs.get(event.job_id)
+    attributes = spec_attributes(event.job_id, job.spec if job is not None else None)
+    for field, name in _EVENT_ATTRIBUTES:
+        value = getattr(event, field, None)
+        if isinstance(value, str | int | bool) and value != "":
+            attributes[name] = value
+    return attributes
+
+
+def spec_attributes(job_id: str, spec: JobSpec | None) -> dict[str, str | int | bool]:
+    attributes: dict[str, str | int | bool] = {"allot.job.id": job_id}
+    if spec is not None:
+        attributes |= {"allot.account": spec.account, "allot.tier": spec.tier,
+                       "allot.gpus": spec.gpus}  # fmt: skip
+    return attributes
+
+
+_EVENT_ATTRIBUTES = [
+    ("node_id", "allot.node"),
+    ("attempt", "allot.attempt"),
+    ("reason", "allot.reason"),
+    ("exit_code", "allot.exit_code"),
+    ("kind", "allot.stop.kind"),
+    ("lost_gpu_ms", "allot.lost_gpu_ms"),
+]
 
 
 def fold(state: State, record: Record) -> None:
@@ -151,6 +197,8 @@ def run_service(
         tls = from_environment()
     except (IdentityError, TlsError) as error:
         parser.exit(2, f"{parser.prog}: {error}\n")
+    if tracing.configure(name):
+        log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT and friends)")
 
     async def main() -> None:
         events = await EventLog.connect(

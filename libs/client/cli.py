@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from allot.bus import tracing
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
@@ -734,6 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    tracing.configure("cli")  # where OTEL_* ask for it: a submission's trace begins here
     try:
         code: int = asyncio.run(args.handler(args))
         return code

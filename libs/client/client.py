@@ -21,7 +21,9 @@ import nats
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
+from opentelemetry.trace import SpanKind
 
+from allot.bus import tracing
 from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
@@ -155,7 +157,13 @@ class AsyncClient:
     ) -> SubmitReply:
         key = idempotency_key or uuid.uuid4().hex
         payload = msgspec.json.encode(SubmitRequest(spec=spec, idempotency_key=key))
-        reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
+        # The job's trace begins here (or in the caller's span, if there is one).
+        with tracing.tracer.start_as_current_span("allot.submit", kind=SpanKind.CLIENT) as span:
+            span.set_attributes({"allot.account": spec.account, "allot.tier": spec.tier,
+                                 "allot.gpus": spec.gpus})  # fmt: skip
+            reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
+            if reply.job_id is not None:
+                span.set_attribute("allot.job.id", reply.job_id)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply
@@ -240,7 +248,10 @@ class AsyncClient:
         only to the error callback: the request itself would just go unanswered)."""
         denied = self._denied.setdefault(subject.lower(), asyncio.Event())
         denied.clear()
-        request = asyncio.ensure_future(self.events.nc.request(subject, payload, timeout=timeout))
+        headers = tracing.inject({}) or None
+        request = asyncio.ensure_future(
+            self.events.nc.request(subject, payload, timeout=timeout, headers=headers)
+        )
         refusal = asyncio.ensure_future(denied.wait())
         try:
             done, _ = await asyncio.wait({request, refusal}, return_when=asyncio.FIRST_COMPLETED)

@@ -13,7 +13,10 @@ import hashlib
 import logging
 import uuid
 
+from opentelemetry import trace
+
 from allot.bus.eventlog import EventLog
+from allot.bus.tracing import JobTraces
 from allot.core import (
     State,
     key_reused,
@@ -44,7 +47,7 @@ from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT
 from allot.services.commands import Commands, Lane
 from allot.services.replies import Sender, decode_request, not_stored
-from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.runtime import Clock, event_span, follow_state, spec_attributes, stamp
 
 log = logging.getLogger("allot.intake")
 MAX_IN_FLIGHT = 256  # submissions being appended at once
@@ -64,6 +67,7 @@ class Intake:
         self.events = events
         self.clock = clock or Clock()
         self.state = State()
+        self.traces = JobTraces()  # a cancellation is part of the job's trace
         self.commands = Commands("intake", self.clock)
         # Submissions are handled many at once, so appends overlap their acknowledgements.
         # Safe for retries: a key always maps to the same job id and message id, so the
@@ -80,7 +84,7 @@ class Intake:
 
     async def run(self) -> None:
         try:
-            await follow_state(self.events, self.state, self._on_caught_up)
+            await follow_state(self.events, self.state, self._on_caught_up, traces=self.traces)
         finally:
             await self.commands.close()
 
@@ -122,6 +126,7 @@ class Intake:
             idempotency_key=key,
             by=sender.principal,
         )
+        trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
         try:
             appended = await self.events.append(event, msg_id=f"submit:{job_id}")
         except Exception as error:  # the client retries with the same key
@@ -152,7 +157,8 @@ class Intake:
             by=sender.principal,
         )
         try:
-            appended = await self.events.append(event, msg_id=f"cancel:{request.job_id}")
+            with event_span("intake", self.state, self.traces, event):
+                appended = await self.events.append(event, msg_id=f"cancel:{request.job_id}")
         except Exception as error:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])

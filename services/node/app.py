@@ -23,6 +23,7 @@ import msgspec
 
 from allot import workload
 from allot.bus.eventlog import EventLog
+from allot.bus.tracing import JobTraces
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import (
     Event,
@@ -36,7 +37,7 @@ from allot.proto.events import (
 from allot.proto.subjects import heartbeat
 from allot.services.node import process
 from allot.services.node.process import JobDir
-from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.runtime import Clock, event_span, follow_state, stamp
 
 log = logging.getLogger("allot.node")
 
@@ -68,6 +69,7 @@ class NodeAgent:
         self.stop_grace_s = stop_grace_s
         self.clock = clock or Clock()
         self.state = State()
+        self.traces = JobTraces()
         self._watched: dict[str, JobWatch] = {}  # job id -> the attempt running here
         self._first_pass = True
         self._lost_registration: int | None = None  # registration a loss was answered for
@@ -76,7 +78,7 @@ class NodeAgent:
         await self._register()
         loops = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._checkpoints())]
         try:
-            await follow_state(self.events, self.state, self.reconcile)
+            await follow_state(self.events, self.state, self.reconcile, traces=self.traces)
         finally:
             for loop in loops:
                 loop.cancel()
@@ -341,7 +343,8 @@ class NodeAgent:
         delay = 0.1
         while True:
             try:
-                await self.events.append(event, msg_id=msg_id)
+                with event_span("node", self.state, self.traces, event):
+                    await self.events.append(event, msg_id=msg_id)
                 return
             except Exception as error:
                 log.warning("append of %s failed (%s); retrying in %.1fs", msg_id, error, delay)

@@ -11,16 +11,27 @@ gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless
 import argparse
 import gc
 import logging
+import time
 
 import msgspec
 
+from allot.bus import tracing
 from allot.bus.eventlog import Conflict, EventLog
+from allot.bus.tracing import JobTraces
 from allot.core import DEFAULT_POLICY, PlanMemo, Policy, State, plan, policy_hash
 from allot.core.accounts import parse_duration
 from allot.core.fairshare import FairSharePolicy
 from allot.core.maxwait import overdue
-from allot.proto.events import MaxWaitExceeded, PolicyAdopted
-from allot.services.runtime import Clock, code_version, follow_state, stamp
+from allot.core.planner import Plan
+from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
+from allot.services.runtime import (
+    Clock,
+    code_version,
+    event_span,
+    follow_state,
+    spec_attributes,
+    stamp,
+)
 
 log = logging.getLogger("allot.planner")
 FREEZE_EVERY = 1000  # plans
@@ -41,6 +52,7 @@ class Planner:
         self.code_version = code_version()
         self.clock = clock or Clock()
         self.state = State()
+        self.traces = JobTraces()
         self.plans = 0
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
@@ -56,7 +68,7 @@ class Planner:
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
         await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
-        await follow_state(self.events, self.state, self.plan_once, self.tick_s)
+        await follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces)
 
     async def plan_once(self) -> None:
         await self._plan()
@@ -72,7 +84,8 @@ class Planner:
                 waited_ns=late.waited_ns,
                 max_wait_ns=late.max_wait_ns,
             )
-            await self.events.append(event, msg_id=f"{late.job_id}:{late.attempt}:max-wait")
+            with event_span("planner", self.state, self.traces, event):
+                await self.events.append(event, msg_id=f"{late.job_id}:{late.attempt}:max-wait")
             log.warning(
                 "%s waited past the %s target of %s", late.job_id, late.account, late.waited_ns
             )
@@ -82,7 +95,7 @@ class Planner:
             return  # a plan from before its predecessor was folded would repeat it
         if self._memo_refolds != self.state.refolds:  # a quarantine: it remembers another fold
             self._memo, self._memo_refolds = PlanMemo(), self.state.refolds
-        now = self.clock.now()
+        now, began = self.clock.now(), time.time_ns()
         decided = plan(self.state, now, self.policy, self._memo)
         if decided.empty:
             return
@@ -94,17 +107,25 @@ class Planner:
             policy_hash=self.policy_hash,
             code_version=self.code_version,
         )
-        try:
-            appended = await self.events.append(
-                event, expected_last_subject_seq=self.state.last_plan_seq
-            )
-        except Conflict:
-            self.conflicts += 1
-            log.info("another plan came first; %d conflicts so far", self.conflicts)
-            return
-        except Exception as error:  # too large, or the bus away: plan again on the next event
-            log.error("plan on %d not stored: %s", self.state.seq, error)
-            return
+        # A cycle that decided something is a trace of its own; the jobs' traces link to it.
+        with tracing.tracer.start_as_current_span(
+            "planner.cycle", start_time=began, attributes=cycle_attributes(decided, event)
+        ) as cycle:
+            try:
+                appended = await self.events.append(
+                    event, expected_last_subject_seq=self.state.last_plan_seq
+                )
+            except Conflict:
+                self.conflicts += 1
+                cycle.set_attribute("allot.plan.conflict", True)
+                log.info("another plan came first; %d conflicts so far", self.conflicts)
+                return
+            except Exception as error:  # too large, or the bus away: plan again on the next event
+                log.error("plan on %d not stored: %s", self.state.seq, error)
+                return
+            cycle.set_attribute("allot.plan.seq", appended.seq)
+            if cycle.is_recording():
+                self._record_decisions(event, appended.seq, began)
         self._own_plan_seq = appended.seq
         self.plans += 1
         if self.plans % FREEZE_EVERY == 1:
@@ -120,6 +141,39 @@ class Planner:
             self.plans,
             self.conflicts,
         )
+
+    def _record_decisions(self, plan: PlanComputed, seq: int, began: int) -> None:
+        """A span in each decided job's trace, for its part in the cycle: admitted, told
+        why it waits, or chosen to stop."""
+        ended = time.time_ns()
+        decisions: list[tuple[str, str, tracing.Attributes]] = []
+        own: tracing.Attributes
+        for admitted in plan.admissions:
+            nodes = ",".join(p.node_id for p in admitted.placements)
+            own = {"allot.node": nodes, "allot.funded": admitted.funded}
+            decisions.append((admitted.job_id, "planner.admitted", own))
+        for waiting in plan.pending:
+            decisions.append((waiting.job_id, "planner.waiting", {"allot.reason": waiting.code}))
+        for chosen in plan.preemptions:
+            own = {"allot.reason": chosen.code, "allot.for": str(chosen.params.get("for", ""))}
+            decisions.append((chosen.job_id, "planner.chose_to_stop", own))
+        for job_id, name, own in decisions:
+            job = self.state.jobs.get(job_id)
+            attributes = spec_attributes(job_id, job.spec if job is not None else None)
+            attributes |= {**own, "allot.plan.seq": seq, "allot.basis_seq": plan.basis_seq}
+            tracing.record_job_span(self.traces, job_id, name, began, ended, attributes)
+
+
+def cycle_attributes(decided: Plan, event: PlanComputed) -> dict[str, str | int | bool]:
+    """What an operator reads off a planning cycle."""
+    return {
+        "allot.basis_seq": event.basis_seq,
+        "allot.plan.waiting": len(decided.waiting),
+        "allot.plan.admitted": len(decided.admissions),
+        "allot.plan.preempted": len(decided.preemptions),
+        "allot.plan.reasons_changed": len(decided.pending),
+        "allot.policy": event.policy,
+    }
 
 
 def policy_from(args: argparse.Namespace) -> Policy:

@@ -10,6 +10,7 @@ import argparse
 import logging
 
 from allot.bus.eventlog import EventLog
+from allot.bus.tracing import JobTraces
 from allot.core import State
 from allot.core.executor import Account, Action, Drained, Kill, Requeue, Stop, due
 from allot.proto.events import (
@@ -21,7 +22,7 @@ from allot.proto.events import (
     NodeDrained,
     StopRequested,
 )
-from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.runtime import Clock, event_span, follow_state, stamp
 
 log = logging.getLogger("allot.preemptor")
 
@@ -32,15 +33,17 @@ class Preemptor:
         self.clock = clock or Clock()
         self.tick_s = tick_s
         self.state = State()
+        self.traces = JobTraces()
 
     async def run(self) -> None:
         # Grace periods and runtimes end without any event: the tick looks again.
-        await follow_state(self.events, self.state, self.act, self.tick_s)
+        await follow_state(self.events, self.state, self.act, self.tick_s, self.traces)
 
     async def act(self) -> None:
         for action in due(self.state, self.clock.now()):
             for event, msg_id in self._events_for(action):
-                await self.events.append(event, msg_id=msg_id)
+                with event_span("preemptor", self.state, self.traces, event):
+                    await self.events.append(event, msg_id=msg_id)
             log.info("%s", action)
 
     def _events_for(self, action: Action) -> list[tuple[Event, str]]:

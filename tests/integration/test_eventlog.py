@@ -178,3 +178,51 @@ async def test_a_direct_reader_follows_new_records_and_keeps_no_consumer(
             if record.seq == 4:
                 break
     assert seen == [(1, "JobSubmitted"), (4, "JobSubmitted")]
+
+
+async def test_an_event_about_a_job_carries_the_jobs_trace_without_any_exporter(
+    event_log: EventLog,
+) -> None:
+    """No SDK is set up here: the API's no-op spans still pass the job's context on."""
+    job_trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    await event_log.append(b.submitted("j1"), headers={"traceparent": job_trace})
+    traces = tracing.JobTraces()
+    for record in await event_log.read():
+        traces.note(record.event, record.headers)
+    with tracing.job_span(traces, "j1", "node.JobStarted", {"allot.job.id": "j1"}):
+        await event_log.append(b.started("j1", "node-1", [0]))
+    await event_log.append(b.plan())  # outside: no trace
+    _, started, plan = await event_log.read()
+    assert started.headers["traceparent"] == job_trace
+    assert "traceparent" not in plan.headers
+
+
+@pytest.mark.parametrize(
+    ("env", "exporting"),
+    [
+        ({}, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True),
+        ({"OTEL_TRACES_EXPORTER": "otlp"}, True),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+                "OTEL_TRACES_EXPORTER": "none",
+            },
+            False,
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"},
+            False,
+        ),
+    ],
+)
+def test_spans_are_exported_only_where_the_standard_variables_ask(
+    env: dict[str, str], exporting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert tracing.exporting() is exporting
