@@ -297,6 +297,53 @@ async def cmd_replay(args: argparse.Namespace) -> int:
     return await replay.cmd_replay(args, connect)
 
 
+async def cmd_trace(args: argparse.Namespace) -> int:
+    from allot.client import jobtrace
+    from allot.client.logfile import LogFileError, read_log
+
+    exporting = args.what[0] == "export"
+    wanted = args.what[1:] if exporting else args.what
+    if not exporting and len(wanted) != 1:
+        print("allot: trace: give one job id, or `export [JOB ...]`", file=sys.stderr)
+        return 2
+    try:
+        if args.log:
+            records = list(read_log(Path(args.log)))
+        else:
+            async with await connect(args) as client:
+                records = await client.events.read()
+    except LogFileError as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
+    if exporting and not wanted:
+        since = time.time_ns() - args.since if args.since is not None else 0
+        wanted = jobtrace.jobs_since(records, since)
+    try:
+        traces = [jobtrace.job_trace(job_id, records) for job_id in wanted]
+    except jobtrace.NoSuchJob as error:
+        print(f"allot: {error.args[0]}", file=sys.stderr)
+        return 1
+    if not exporting:
+        [trace] = traces
+        emit(args, msgspec.to_builtins(trace), jobtrace.waterfall(trace))
+        return 0
+    ended = [t for t in traces if t.ended]
+    if not tracing.exporting():
+        print("allot: trace export: set OTEL_EXPORTER_OTLP_ENDPOINT (or "
+              "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to where spans go", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        spans = jobtrace.export(ended)
+    except jobtrace.ExportFailed as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 1
+    going = len(traces) - len(ended)
+    still = f"; {going} still going on, not sent" if going else ""
+    emit(args, {"jobs": len(ended), "spans": spans, "still_going_on": going},
+         f"sent {spans} spans of {len(ended)} jobs{still}")  # fmt: skip
+    return 0
+
+
 async def cmd_log_export(args: argparse.Namespace) -> int:
     from allot.client import replay
 
@@ -637,6 +684,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     what.add_argument("--at", metavar="SEQ|TIME", help="a sequence, or e.g. 2026-11-30T14:05Z")
     replay.add_argument("--log", metavar="FILE", help="an exported log instead of the stream")
+
+    trace_cmd = add(
+        "trace",
+        cmd_trace,
+        "a job's trace from the log, as a waterfall; `trace export` sends ended jobs' "
+        "traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
+    trace_cmd.add_argument("what", nargs="+", metavar="JOB | export [JOB ...]")
+    trace_cmd.add_argument(
+        "--since", type=duration, help="export: the jobs submitted in the last DURATION"
+    )
+    trace_cmd.add_argument("--log", metavar="FILE", help="an exported log instead of the stream")
 
     log_cmd = commands.add_parser("log", help="the event log")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)

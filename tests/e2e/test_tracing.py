@@ -76,12 +76,29 @@ async def test_one_trace_follows_a_job_through_preemption_and_requeue(
                 r for r in await client.events.read()
                 if isinstance(r.event, JobSubmitted) and r.event.job_id == train
             ]  # fmt: skip
+        shown = cli(stack, "trace", train)
+        assert cli(stack, "log", "export", str(tmp_path / "log.jsonl")).returncode == 0
+        sent = cli(stack, "trace", "export", train, "--json")
     finally:
         await stack.stop()
+    # The trace as the log tells it, from the stream and from an exported log alike.
+    assert shown.returncode == 0, shown.stderr
+    from_file = cli(str(tmp_path / "nowhere"), "trace", train, "--log", str(tmp_path / "log.jsonl"))
+    assert from_file.stdout == shown.stdout
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"{train} (lab/train, batch, 4 GPUs): succeeded")
+    spans_shown = [line.split("|")[0].split()[-1] for line in lines if "|" in line]
+    for step in ("queued", "run 0 on node-1", "stopping", "run 1 on node-1"):
+        assert any(step in line for line in lines), step
+    for point in ("chosen to stop: TIER for", "checkpoint", "preempted: lost", "requeued"):
+        assert point in shown.stdout, point
+    assert spans_shown.count("queued") == 2
+    assert sent.returncode == 0, sent.stderr
+    assert json.loads(sent.stdout)["jobs"] == 1
 
     def complete(spans: list[dict[str, Any]]) -> bool:
         names = {s["name"] for s in spans if s["attributes"].get("allot.job.id") == train}
-        return {"node.JobExited", "preemptor.JobRequeued", "allot.submit"} <= names
+        return {"node.JobExited", "preemptor.JobRequeued", "allot.submit", f"job {train}"} <= names
 
     spans = await spans_until(exported, complete)
     # The trace the log recorded for the job is the one every service's spans are in.
@@ -116,3 +133,9 @@ async def test_one_trace_follows_a_job_through_preemption_and_requeue(
     assert chose["attributes"]["allot.for"] == notebook.job_id
     assert by_name["node.JobStarted"]["attributes"]["allot.node"] == "node-1"
     assert by_name["preemptor.StopRequested"]["attributes"]["allot.account"] == "lab/train"
+    # What ``trace export`` sent from the log joins the same trace, under the client's span.
+    from_log = [s for s in spans if s["service"] == "allot-log"]
+    assert {s["trace_id"] for s in from_log} == {trace_id}
+    [job_span] = [s for s in from_log if s["name"] == f"job {train}"]
+    assert job_span["parent_span_id"] == submission.headers["traceparent"].split("-")[2]
+    assert len(from_log) == json.loads(sent.stdout)["spans"]
