@@ -32,7 +32,7 @@ async def follow_state(
     state: State,
     on_caught_up: Callable[[], Awaitable[None]],
     tick_s: float | None = None,
-    traces: JobTraces | None = None,
+    note: Callable[[Record], None] | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -41,7 +41,7 @@ async def follow_state(
     ``tick_s`` seconds while the log is quiet: for decisions that time alone makes due
     (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
     slow to take an event) is logged; the decision is made again on the next event or tick,
-    from the log as it then is. ``traces`` learns each job's trace as it is folded."""
+    from the log as it then is. ``note`` is given each record once it is folded."""
     one_at_a_time = asyncio.Lock()
 
     async def caught_up() -> None:
@@ -65,8 +65,8 @@ async def follow_state(
         async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
             async for record in records:
                 fold(state, record)
-                if traces is not None:
-                    traces.note(record.event, record.headers)
+                if note is not None:
+                    note(record)
                 if state.refold_due:
                     await _refold(events, state)
                 if record.pending == 0:  # counts what reached this process unfolded too

@@ -15,11 +15,15 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Link, Span
 
-from allot.proto.events import Event, JobSubmitted
+from allot.proto.events import JobSubmitted
+
+if TYPE_CHECKING:
+    from allot.bus.eventlog import Record  # which appends through this module
 
 tracer = trace.get_tracer("allot")
 log = logging.getLogger("allot.tracing")
@@ -81,11 +85,11 @@ class JobTraces:
     def __init__(self) -> None:
         self._carriers: dict[str, dict[str, str]] = {}
 
-    def note(self, event: Event | None, headers: Mapping[str, str]) -> None:
-        if isinstance(event, JobSubmitted):
-            carrier = {k: headers[k] for k in CARRIED if k in headers}
+    def note(self, record: "Record") -> None:
+        if isinstance(record.event, JobSubmitted):
+            carrier = {k: record.headers[k] for k in CARRIED if k in record.headers}
             if carrier:
-                self._carriers[event.job_id] = carrier
+                self._carriers[record.event.job_id] = carrier
 
     def context(self, job_id: str) -> context.Context:
         return propagate.extract(self._carriers.get(job_id, {}))

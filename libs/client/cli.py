@@ -520,6 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--demo", action="store_true", help="submit a few small jobs once up")
     up.add_argument(
+        "--metrics-port", type=int, default=9464,
+        help="serve Prometheus metrics on 127.0.0.1:PORT (default 9464; 0: a free port)",
+    )  # fmt: skip
+    up.add_argument(
         "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
     )
     up.add_argument(

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import ssl
 import sys
 import tomllib
@@ -16,7 +17,7 @@ import msgspec
 
 from allot.bus.identity import OPERATOR, Identity, Keyring, load
 from allot.bus.local_ca import local_ca
-from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent
+from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent, free_port
 from allot.bus.tls import CA_ENV, client_context
 from allot.client.client import AsyncClient
 from allot.client.deploy import prepare_log
@@ -88,6 +89,17 @@ class Child:
         self.supervised = True  # restart when it dies on its own
 
 
+def _usable(port: int | None) -> int | None:
+    """``port``, or a free one when it is 0 or taken (by another ``allot up``, say)."""
+    if port is None:
+        return None
+    if port != 0:
+        with contextlib.suppress(OSError), socket.create_server(("127.0.0.1", port)):
+            return port
+        log.warning("port %d is taken: serving metrics on another", port)
+    return free_port()
+
+
 class Stack:
     def __init__(
         self,
@@ -101,7 +113,9 @@ class Stack:
         restart: bool = True,
         secure: bool = True,
         tls: bool = False,
+        metrics_port: int | None = None,
     ):
+        """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not."""
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
         self.node_timeout_s = node_timeout_s
@@ -119,6 +133,7 @@ class Stack:
         # With TLS, the server's certificate is signed by a CA of this stack's own
         # (``allot.bus.local_ca``), which every client of it is given to trust.
         self.tls_dir = self.data_dir / "tls" if tls else None
+        self.metrics_port = _usable(metrics_port)
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -149,6 +164,11 @@ class Stack:
         return client_context(str(self.tls_ca)) if self.tls_ca is not None else None
 
     @property
+    def metrics_url(self) -> str | None:
+        port = self.metrics_port
+        return f"http://127.0.0.1:{port}/metrics" if port is not None else None
+
+    @property
     def logs(self) -> Path:
         return self.data_dir / "logs"
 
@@ -176,6 +196,8 @@ class Stack:
         self._add("planner", [])
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
         self._add("preemptor", ["--tick", str(min(1.0, self.heartbeat_s))])
+        if self.metrics_port is not None:
+            self._add("metrics", ["--port", str(self.metrics_port)])
         for node in self.nodes:
             self._add(
                 node.node_id,

@@ -10,6 +10,7 @@ import signal
 import sys
 from typing import Any
 
+from allot.bus import tracing
 from allot.client.cli import allot_home, current_file
 from allot.client.client import AsyncClient
 from allot.client.stack import Stack, parse_nodes, read_cluster
@@ -75,8 +76,9 @@ async def up(args: argparse.Namespace) -> int:
         return 2
     data_dir = args.data_dir or allot_home() / "data"
     stack = Stack(
-        data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure, tls=args.tls
-    )
+        data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
+        tls=args.tls, metrics_port=args.metrics_port,
+    )  # fmt: skip
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None
     loop = asyncio.get_running_loop()
@@ -91,6 +93,7 @@ async def up(args: argparse.Namespace) -> int:
             "pid": os.getpid(),
             "identity": str(stack.operator) if stack.operator else None,
             "tls_ca": str(stack.tls_ca) if stack.tls_ca else None,
+            "metrics_url": stack.metrics_url,
         }
         current_file().parent.mkdir(parents=True, exist_ok=True)
         current_file().write_text(json.dumps(where))
@@ -116,7 +119,8 @@ async def up(args: argparse.Namespace) -> int:
 def announce(args: argparse.Namespace, stack: Stack) -> None:
     gpus = sum(n.gpus for n in stack.nodes)
     if args.json:
-        up = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "logs": str(stack.logs)}
+        up = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "logs": str(stack.logs),
+              "metrics_url": stack.metrics_url}  # fmt: skip
         print(json.dumps({**up, "nodes": len(stack.nodes), "gpus": gpus}), flush=True)
         return
     print(
@@ -128,6 +132,8 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"   (this CLI's, as operator)\n"
         f"  TLS       {stack.tls_ca or 'off (--tls turns it on)'}"
         f"{'   (clients: export ALLOT_TLS_CA=it)' if stack.tls_ca else ''}\n"
+        f"  metrics   {stack.metrics_url or 'off'}   (point a browser or Prometheus at it)\n"
+        f"  traces    {tracing_said()}\n"
         f"Users: allot users add NAME [--admin] makes an identity; name it in an account's\n"
         f"     members (allot accounts apply) and run the CLI with ALLOT_IDENTITY=its file.\n"
         f"Try: allot submit --gpus 1 --account demo --wait -- python -c 'print(42)'\n"
@@ -135,6 +141,12 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"Ctrl-C stops everything.",
         flush=True,
     )
+
+
+def tracing_said() -> str:
+    if tracing.exporting():
+        return "exported over OTLP, as OTEL_* say; also: allot trace JOB"
+    return "allot trace JOB (set OTEL_EXPORTER_OTLP_ENDPOINT to export them too)"
 
 
 async def submit_demo(stack: Stack, largest_node: int, as_json: bool) -> None:

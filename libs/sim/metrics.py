@@ -68,7 +68,7 @@ def compute(
     owed, delivered = _owed_delivered(outcomes, gpus, end_s, weights, down)
     ratio = {a: delivered[a] / owed[a] if owed[a] else 1.0 for a in accounts}
     least = min(accounts, key=lambda a: (ratio[a], a)) if accounts else None
-    waits = {o.job_id: _wait(o, end_s) for o in outcomes}
+    waits = {o.job_id: wait_s(o, end_s) for o in outcomes}
     start = min((o.submit_s for o in outcomes), default=0.0)
     makespan = max(0.0, end_s - start)
     preemptions = sum(o.preemptions for o in outcomes)
@@ -83,7 +83,7 @@ def compute(
         else 1.0,
         "owed_delivered_min_account": ratio[least] if least else 1.0,
         "jain_owed_delivered": _jain(list(ratio.values())),
-        **_waits([waits[o.job_id] for o in outcomes]),
+        **wait_percentiles([waits[o.job_id] for o in outcomes]),
         "debug_wait_p90_s": percentile(
             [waits[o.job_id] for o in outcomes if o.tier == "interactive"], 90
         ),
@@ -106,19 +106,21 @@ def compute(
             "owed_gpu_hours": owed[a] / HOUR_S,
             "delivered_gpu_hours": delivered[a] / HOUR_S,
             "owed_delivered": ratio[a],
-            **_waits([waits[o.job_id] for o in outcomes if o.account == a]),
+            **wait_percentiles([waits[o.job_id] for o in outcomes if o.account == a]),
         }
         for a in accounts
     }
     return result
 
 
-def _wait(outcome: JobOutcome, end_s: float) -> float:
+def wait_s(outcome: JobOutcome, end_s: float) -> float:
+    """From submission to first start (to ``end_s`` for a job that never started)."""
     started = outcome.first_start_s if outcome.first_start_s is not None else end_s
     return max(0.0, started - outcome.submit_s)
 
 
-def _waits(waits: list[float]) -> dict[str, float]:
+def wait_percentiles(waits: list[float]) -> dict[str, float]:
+    """``wait_p50_s`` ... ``wait_p99_s``, nearest-rank."""
     return {f"wait_p{q}_s": percentile(waits, q) for q in (50, 90, 95, 99)}
 
 

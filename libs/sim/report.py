@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from allot.sim.metrics import HOUR_S, JobOutcome, down_by_hour
+from allot.sim.metrics import HOUR_S, JobOutcome, down_by_hour, wait_s
 from allot.sim.simulator import down_spans
 from allot.sim.trace import NodeOutage
 
@@ -40,7 +40,7 @@ def write_report(
     for ax, tier in zip(axes, TIERS, strict=True):
         for metrics, outcomes in runs:
             end = max(o.end_s if o.end_s is not None else o.submit_s for o in outcomes)
-            waits = sorted(_wait(o, end) for o in outcomes if o.tier == tier)
+            waits = sorted(wait_s(o, end) for o in outcomes if o.tier == tier)
             if waits:
                 ax.step(
                     [max(w, 1.0) for w in waits],
@@ -96,11 +96,6 @@ def write_report(
         '<h2>GPUs in use</h2><img src="occupancy.png" alt="occupancy over time">\n'
     )
     return page
-
-
-def _wait(outcome: JobOutcome, end_s: float) -> float:
-    started = outcome.first_start_s if outcome.first_start_s is not None else end_s
-    return max(0.0, started - outcome.submit_s)
 
 
 def _in_use(outcomes: list[JobOutcome]) -> tuple[list[int], list[float]]:

@@ -84,7 +84,7 @@ class Intake:
 
     async def run(self) -> None:
         try:
-            await follow_state(self.events, self.state, self._on_caught_up, traces=self.traces)
+            await follow_state(self.events, self.state, self._on_caught_up, note=self.traces.note)
         finally:
             await self.commands.close()
 

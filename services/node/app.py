@@ -78,7 +78,7 @@ class NodeAgent:
         await self._register()
         loops = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._checkpoints())]
         try:
-            await follow_state(self.events, self.state, self.reconcile, traces=self.traces)
+            await follow_state(self.events, self.state, self.reconcile, note=self.traces.note)
         finally:
             for loop in loops:
                 loop.cancel()

@@ -68,7 +68,7 @@ class Planner:
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
         await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
-        await follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces)
+        await follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces.note)
 
     async def plan_once(self) -> None:
         await self._plan()

@@ -188,7 +188,7 @@ async def test_an_event_about_a_job_carries_the_jobs_trace_without_any_exporter(
     await event_log.append(b.submitted("j1"), headers={"traceparent": job_trace})
     traces = tracing.JobTraces()
     for record in await event_log.read():
-        traces.note(record.event, record.headers)
+        traces.note(record)
     with tracing.job_span(traces, "j1", "node.JobStarted", {"allot.job.id": "j1"}):
         await event_log.append(b.started("j1", "node-1", [0]))
     await event_log.append(b.plan())  # outside: no trace

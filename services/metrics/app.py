@@ -1,0 +1,239 @@
+"""The cluster as Prometheus metrics (docs/adr/0016), folded from the log and computed by the
+simulator's metric functions over each job's outcome (``allot.sim.outcomes``), so a
+restarted exporter reports the same values and a live cluster is measured as a simulated
+one is.
+
+The values are recomputed in the fold's own task, when the log has been read to its end
+(at most every ``refresh`` seconds) and every ``refresh`` seconds while it is quiet (waits
+grow with time alone); the HTTP server's thread only hands out the last set.
+"""
+
+import argparse
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from allot.bus.eventlog import EventLog
+from allot.core import JobStatus, State
+from allot.core.owed import global_shares
+from allot.services.runtime import Clock, follow_state
+from allot.sim.metrics import HOUR_S, JobOutcome, compute, wait_percentiles, wait_s
+from allot.sim.outcomes import Outcomes
+
+log = logging.getLogger("allot.metrics")
+# Submission to start, seconds: from an interactive job's moments to a large gang's hours.
+LATENCY_BUCKETS = (0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400)
+
+
+class Metrics:
+    def __init__(self, events: EventLog, refresh_s: float, clock: Clock | None = None):
+        self.events = events
+        self.refresh_s = refresh_s
+        self.clock = clock or Clock()
+        self.state = State()
+        self.outcomes = Outcomes()
+        self.families: list[Metric] = []  # replaced whole: the HTTP thread reads it
+        self._computed_at = float("-inf")
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+    async def run(self, host: str, port: int) -> None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        start_http_server(port, addr=host, registry=registry)
+        log.info("serving metrics on http://%s:%d/metrics", host, port)
+        await follow_state(
+            self.events, self.state, self._refresh, self.refresh_s,
+            lambda record: self.outcomes.note(self.state, record),
+        )  # fmt: skip
+
+    async def _refresh(self) -> None:
+        if self.clock.monotonic() - self._computed_at < self.refresh_s / 2:
+            return  # a burst of events: the tick brings the rest soon enough
+        began = time.perf_counter()
+        self.families = families(self.state, self.outcomes, self.clock.now())
+        self._computed_at = self.clock.monotonic()
+        log.debug("metrics at %d in %.3f s", self.state.seq, time.perf_counter() - began)
+
+
+def families(state: State, outcomes: Outcomes, now: int) -> list[Metric]:
+    """Every metric of the cluster as the log folded into ``state`` says, at ``now`` (ns)."""
+    now_s = now / 1e9
+    jobs = outcomes.at(now_s)
+    gpus = sum(len(node.gpus) for node in state.nodes.values() if not node.lost)
+    shares = {path: float(share) for path, share in global_shares(state).items()}
+    result = compute("live", jobs, gpus, now_s, shares)
+    per_account = result["per_account"]
+    least = min(per_account, key=lambda a: (per_account[a]["owed_delivered"], a), default=None)
+
+    def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, doc, value=value)
+
+    found: list[Metric] = [
+        gauge("allot_log_folded_sequence", "The last sequence of the log folded.", state.seq),
+        gauge(
+            "allot_occupancy_ratio",
+            "GPU-seconds in use over GPU-seconds available, while some job waits.",
+            result["occupancy"],
+        ),
+        gauge(
+            "allot_owed_delivered_ratio",
+            "GPU-seconds delivered over owed (max-min fair shares, hour by hour), all accounts.",
+            result["owed_delivered_overall"],
+        ),
+        gauge(
+            "allot_owed_delivered_min_account_ratio",
+            "Delivered over owed GPU-seconds of the least-served account.",
+            result["owed_delivered_min_account"],
+        ),
+    ]
+    by_account = [
+        ("allot_account_owed_delivered_ratio", "Delivered over owed.", "owed_delivered", 1),
+        ("allot_account_owed_gpu_seconds", "Owed by fair share.", "owed_gpu_hours", HOUR_S),
+        ("allot_account_delivered_gpu_seconds", "Its jobs ran.", "delivered_gpu_hours", HOUR_S),
+    ]
+    for name, doc, key, unit in by_account:
+        family = GaugeMetricFamily(name, doc, labels=["account"])
+        for account, figures in sorted(per_account.items()):
+            family.add_metric([account], figures[key] * unit)
+        found.append(family)
+    least_wait = GaugeMetricFamily(
+        "allot_least_served_max_wait_seconds",
+        "The longest wait of the least-served account's jobs.",
+        labels=["account"],
+    )
+    if least is not None:
+        least_wait.add_metric([least], result["max_wait_least_served_s"])
+    found.append(least_wait)
+    found += [_waits(jobs, now_s), *_queue(state), _gpus(state), *_nodes(state)]
+    found += [_jobs(state), *_preemptions(outcomes), _gpu_seconds(jobs), _latency(jobs)]
+    return found
+
+
+def _waits(jobs: list[JobOutcome], now_s: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(
+        "allot_queue_wait_seconds",
+        "Waits from submission to first start (to now for jobs still waiting), nearest rank.",
+        labels=["account", "tier", "quantile"],
+    )
+    groups: dict[tuple[str, str], list[float]] = {}
+    for job in jobs:
+        groups.setdefault((job.account, job.tier), []).append(wait_s(job, now_s))
+    for (account, tier), waits in sorted(groups.items()):
+        for key, value in wait_percentiles(waits).items():
+            quantile = str(int(key.removeprefix("wait_p").removesuffix("_s")) / 100)
+            family.add_metric([account, tier, quantile], value)
+    return family
+
+
+def _queue(state: State) -> list[GaugeMetricFamily]:
+    depth = GaugeMetricFamily(
+        "allot_queue_jobs", "Jobs waiting to be admitted.", labels=["account", "tier"]
+    )
+    wanted = GaugeMetricFamily(
+        "allot_queue_gpus", "GPUs the waiting jobs ask for.", labels=["account", "tier"]
+    )
+    jobs: Counter[tuple[str, str]] = Counter()
+    gpus: Counter[tuple[str, str]] = Counter()
+    for job in state.jobs.values():
+        if job.status == JobStatus.PENDING:
+            key = (job.spec.account, str(job.spec.tier))
+            jobs[key] += 1
+            gpus[key] += job.spec.total_gpus
+    for key in sorted(jobs):
+        depth.add_metric(list(key), jobs[key])
+        wanted.add_metric(list(key), gpus[key])
+    return [depth, wanted]
+
+
+def _gpus(state: State) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(
+        "allot_gpus", "GPUs of the nodes that are up, by state.", labels=["state"]
+    )
+    counts = Counter({"allocated": 0, "free": 0, "unavailable": 0})
+    for node in state.nodes.values():
+        if node.lost:
+            continue
+        counts["allocated"] += len(node.allocated)
+        idle = len(node.gpus) - len(node.allocated)
+        counts["free" if node.schedulable else "unavailable"] += idle
+    for name, count in sorted(counts.items()):
+        family.add_metric([name], count)
+    return family
+
+
+def _nodes(state: State) -> list[GaugeMetricFamily]:
+    up = GaugeMetricFamily("allot_node_up", "1 while the node is heard from.", labels=["node"])
+    healthy = GaugeMetricFamily(
+        "allot_node_healthy", "1 while the node reports itself healthy.", labels=["node"]
+    )
+    cordoned = GaugeMetricFamily(
+        "allot_node_cordoned", "1 while no new work is placed on the node.", labels=["node"]
+    )
+    for node_id, node in sorted(state.nodes.items()):
+        up.add_metric([node_id], 0 if node.lost else 1)
+        healthy.add_metric([node_id], 1 if node.healthy else 0)
+        cordoned.add_metric([node_id], 1 if node.cordoned else 0)
+    return [up, healthy, cordoned]
+
+
+def _jobs(state: State) -> GaugeMetricFamily:
+    family = GaugeMetricFamily("allot_jobs", "Jobs by state.", labels=["state"])
+    counts = Counter({str(status): 0 for status in JobStatus})
+    counts.update(str(job.status) for job in state.jobs.values())
+    for status, count in sorted(counts.items()):
+        family.add_metric([status], count)
+    return family
+
+
+def _preemptions(outcomes: Outcomes) -> list[CounterMetricFamily]:
+    count = CounterMetricFamily(
+        "allot_preemptions", "Jobs stopped to make room, by ground.", labels=["ground"]
+    )
+    lost = CounterMetricFamily(
+        "allot_preemption_lost_gpu_seconds",
+        "GPU-seconds of work lost to preemptions (since the last checkpoint), by ground.",
+        labels=["ground"],
+    )
+    for ground, cost in sorted(outcomes.preempted.items()):
+        count.add_metric([ground], cost.count)
+        lost.add_metric([ground], cost.lost_gpu_s)
+    return [count, lost]
+
+
+def _gpu_seconds(jobs: list[JobOutcome]) -> CounterMetricFamily:
+    family = CounterMetricFamily(
+        "allot_account_gpu_seconds", "GPU-seconds the account's jobs ran.", labels=["account"]
+    )
+    used: dict[str, float] = {}
+    for job in jobs:
+        ran = sum(job.gpus * (end - start) for start, end in job.runs)
+        used[job.account] = used.get(job.account, 0.0) + ran
+    for account, gpu_s in sorted(used.items()):
+        family.add_metric([account], gpu_s)
+    return family
+
+
+def _latency(jobs: list[JobOutcome]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(
+        "allot_admission_latency_seconds", "From submission to the first start, of started jobs."
+    )
+    latencies = [j.first_start_s - j.submit_s for j in jobs if j.first_start_s is not None]
+    buckets = [(str(float(le)), sum(1 for x in latencies if x <= le)) for le in LATENCY_BUCKETS]
+    buckets.append(("+Inf", len(latencies)))
+    family.add_metric([], buckets, sum_value=sum(latencies))
+    return family
+
+
+async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    await Metrics(events, args.refresh).run(args.host, args.port)
