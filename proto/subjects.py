@@ -37,6 +37,7 @@ STREAM: Final = "ALLOT"
 MIRROR: Final = "ALLOT_RO"
 MIRROR_API: Final = "$JS.CORE.API"  # the log's JetStream API, as the mirror's account sees it
 MIRROR_DELIVER: Final = "allot.mirror"  # where the mirror's feed is delivered
+READERS_API: Final = "$JS.READERS.API"  # the mirror's JetStream API, as users see it
 EVENTS_PREFIX: Final = "allot.evt"
 ALL_EVENTS: Final = f"{EVENTS_PREFIX}.>"
 PLAN_EVENTS: Final = f"{EVENTS_PREFIX}.plan.>"

@@ -31,7 +31,15 @@ from nats.aio.subscription import Subscription
 from allot.bus import tracing
 from allot.proto.commands import CONTRACTS
 from allot.proto.subjects import COMMANDS_PREFIX, from_anyone, health
-from allot.services.replies import Handler, Refusal, answer, refusal, respond
+from allot.services.replies import (
+    Handler,
+    Refusal,
+    Sender,
+    answer,
+    refusal,
+    request_of,
+    respond,
+)
 from allot.services.runtime import Clock
 
 log = logging.getLogger("allot.commands")
@@ -125,18 +133,24 @@ class Commands:
     def _arrival(self, name: str, handler: Handler, lane: Lane) -> Callable[[Msg], Awaitable[None]]:
         async def arrived(msg: Msg) -> None:
             # nats-py hands a subscription's messages over one by one: each is taken in
-            # its own task, which waits for its turn in the lane.
+            # its own task, which waits for its turn in the lane. What is no request takes
+            # no room in it (a flood of them aimed at a command subject is cheap to send).
+            sender = request_of(msg)
+            if sender is None:
+                return
             if not lane.admit():
                 busy = f"{lane.waiting} requests are waiting; retry in a moment"
                 await respond(msg, refusal("request", "", f"the {self.service} is busy: {busy}"))
                 return
-            task = asyncio.create_task(self._take(name, msg, handler, lane))
+            task = asyncio.create_task(self._take(name, msg, sender, handler, lane))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
         return arrived
 
-    async def _take(self, name: str, msg: Msg, handler: Handler, lane: Lane) -> None:
+    async def _take(
+        self, name: str, msg: Msg, sender: Sender, handler: Handler, lane: Lane
+    ) -> None:
         arrived = self.clock.monotonic()
         context = tracing.extract(msg.headers)
         with tracing.tracer.start_as_current_span(f"{self.service}.{name}", context=context):
@@ -145,7 +159,7 @@ class Commands:
                 if waited_s > self.max_wait_s:
                     await respond(msg, _given_up(waited_s))
                 else:
-                    await answer(msg, handler, self.service)
+                    await answer(msg, sender, handler, self.service)
 
 
 async def _declared(body: bytes) -> None:

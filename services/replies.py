@@ -75,14 +75,18 @@ def refusal(field: str, value: str, message: str) -> Refusal:
     return Refusal(errors=[FieldError(field=field, value=value, message=message)])
 
 
-async def answer(msg: Msg, handle: Handler, service: str) -> None:
-    """Reply to ``msg`` with what ``handle`` makes of it; a handler that raises is logged
-    and answered with the error, so no request goes unanswered or stops the service. A
-    message that is no request of its sender (``sender_of``) is dropped unanswered."""
+def request_of(msg: Msg) -> Sender | None:
+    """The sender of ``msg``, or None for a message that is no request of its sender
+    (``sender_of``), to be dropped unanswered before it takes any room."""
     sender = sender_of(msg)
     if sender is None:
         _dropped.count(msg.subject)
-        return
+    return sender
+
+
+async def answer(msg: Msg, sender: Sender, handle: Handler, service: str) -> None:
+    """Reply to ``msg`` with what ``handle`` makes of it; a handler that raises is logged
+    and answered with the error, so no request goes unanswered or stops the service."""
     try:
         reply = await handle(msg.data, sender)
     except Exception as error:

@@ -7,9 +7,9 @@ follows use ordered consumers, so records arrive in sequence order without acks.
 consumers (``consume``) ack after the caller has handled a record: at-least-once.
 
 A log opened ``direct`` (how users read their mirror) holds nothing on the server: it reads
-by batches of direct gets, which the server answers and forgets, and learns of new records
-from the mirror's feed. A consumer is server state that whoever made it can make outlive
-them, and the server allows a stream only so many (docs/adr/0015).
+by batches of direct gets, which the server answers and forgets. A consumer is server state
+that whoever made it can make outlive them, and the server allows a stream only so many
+(docs/adr/0015).
 """
 
 import asyncio
@@ -56,9 +56,8 @@ RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came 
 DIRECT_BATCH = 256  # records per direct get
 DIRECT_BATCH_BYTES = 4 << 20  # and at most this much of them
 DIRECT_ANSWER_S = 5.0  # how long an answer to a direct get may take
-DIRECT_IDLE_S = 1.0  # how often a direct follower asks when it hears of nothing new
-DIRECT_QUICK_S = 0.01  # and how often for a moment after it heard the mirror being fed
-DIRECT_QUICK_FOR_S = 1.0
+DIRECT_IDLE_S = 1.0  # the longest a direct follower waits before it asks again
+DIRECT_QUICK_S = 0.02  # and the shortest
 # What the server adds to each message a direct get answers with; not part of the record.
 _DIRECT_HEADERS = frozenset(
     (
@@ -116,10 +115,19 @@ def new_meta(producer: str, at: int) -> Meta:
 
 
 class EventLog:
-    def __init__(self, nc: NATS, settings: StreamSettings | None = None, *, direct: bool = False):
-        """``direct``: read by direct gets, holding no consumer on the server."""
+    def __init__(
+        self,
+        nc: NATS,
+        settings: StreamSettings | None = None,
+        *,
+        direct: bool = False,
+        api: str = "$JS.API",
+    ):
+        """``direct``: read by direct gets, holding no consumer on the server; ``api``: the
+        subjects the stream's JetStream API is reached under."""
         self.nc = nc
-        self.js: JetStreamContext = nc.jetstream()
+        self.api = api
+        self.js: JetStreamContext = nc.jetstream(prefix=api)
         self.settings = settings or StreamSettings()
         self.direct = direct
 
@@ -177,18 +185,18 @@ class EventLog:
             max_msg_size=self.settings.max_msg_size,
             allow_direct=True,  # users read it by direct gets only
         )
-        if not (await self._ensure(mirror)).allow_direct:
-            await self.js.update_stream(mirror)  # a mirror made before users read directly
+        await self._ensure(mirror)
 
-    async def _ensure(self, config: StreamConfig) -> StreamConfig:
-        """The stream's configuration, as it was found or as it was made."""
+    async def _ensure(self, config: StreamConfig) -> None:
         assert config.name is not None
         while True:
             try:
-                return (await self.js.stream_info(config.name)).config
+                await self.js.stream_info(config.name)
+                return
             except NotFoundError:
                 try:
-                    return (await self.js.add_stream(config)).config
+                    await self.js.add_stream(config)
+                    return
                 except nats.errors.TimeoutError:
                     await asyncio.sleep(RECONNECT_CHECK_S)
 
@@ -312,34 +320,24 @@ class EventLog:
                 await asyncio.sleep(RECONNECT_CHECK_S)
 
     async def _follow_direct(self, from_seq: int, subject: str) -> AsyncGenerator[Record, None]:
-        """``follow`` without a consumer: batches of direct gets from the next record on. It
-        asks again when the mirror's feed delivers (quickly for a moment: the message may
-        not be stored yet) and every ``DIRECT_IDLE_S`` in case it missed that."""
+        """``follow`` without a consumer: batches of direct gets from the next record on.
+        With nothing new, it asks again after an eighth of the time the log has been
+        quiet (within ``DIRECT_QUICK_S`` and ``DIRECT_IDLE_S``): news of a busy log comes
+        at once, a quiet log costs a request a second. Nothing shared tells of new records:
+        whatever every reader listened to, anyone could have answers aimed at."""
         loop = asyncio.get_running_loop()
         next_seq = max(1, from_seq)
-        fed = asyncio.Event()
-
-        async def on_feed(_: Msg) -> None:
-            fed.set()
-
-        feed = await self.nc.subscribe(f"{MIRROR_DELIVER}.>", cb=on_feed)
-        quick_until = 0.0
-        try:
-            while True:
-                fed.clear()
-                batch = await self._direct_batch(next_seq, subject)
-                for record in batch:
-                    next_seq = record.seq + 1
-                    yield record
-                if batch:
-                    continue
-                quick = loop.time() < quick_until
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(fed.wait(), DIRECT_QUICK_S if quick else DIRECT_IDLE_S)
-                    quick_until = loop.time() + DIRECT_QUICK_FOR_S
-        finally:
-            with contextlib.suppress(nats.errors.Error):
-                await feed.unsubscribe()
+        news_at = loop.time()
+        while True:
+            batch = await self._direct_batch(next_seq, subject)
+            for record in batch:
+                next_seq = record.seq + 1
+                yield record
+            if batch:
+                news_at = loop.time()
+                continue
+            quiet_s = loop.time() - news_at
+            await asyncio.sleep(min(DIRECT_IDLE_S, max(DIRECT_QUICK_S, quiet_s / 8)))
 
     async def _direct_batch(self, from_seq: int, subject: str) -> list[Record]:
         """The records from ``from_seq`` on that one direct get answers with (none: there
@@ -349,7 +347,9 @@ class EventLog:
 
         async def on_answer(msg: Msg) -> None:
             headers = msg.headers or {}
-            if "Status" in headers:  # 204: the end of the batch; 404: nothing from here
+            # 204: the end of the batch; 404: nothing from here. (A record's own headers
+            # may say Status too; only the server's answers lack a sequence.)
+            if "Nats-Sequence" not in headers:
                 if not ended.done():
                     ended.set_result(None)
             else:
@@ -364,7 +364,7 @@ class EventLog:
             "max_bytes": DIRECT_BATCH_BYTES,
         }
         try:
-            subject_of_api = f"$JS.API.DIRECT.GET.{self.settings.name}"
+            subject_of_api = f"{self.api}.DIRECT.GET.{self.settings.name}"
             await self.nc.publish(subject_of_api, msgspec.json.encode(ask), inbox)
             await asyncio.wait_for(ended, DIRECT_ANSWER_S)
         except (TimeoutError, nats.errors.ConnectionClosedError):

@@ -7,14 +7,15 @@ Commands: every identity only under its own name (``allot.cmd.<name>.…``), ope
 under ``….admin.``; replies only in one's own inbox. Everyone may read the log; only the
 operator and the services may create the stream, and nobody may change it or delete from it.
 
-Users live in an account of their own, ``USERS``; everyone else in ``CORE``, which holds
-the log. JetStream answers an API request on whatever reply subject it names, with the
-server's rights, so a user in the log's account could have answers written onto the log.
-In ``USERS`` there is nothing to write onto: users read a mirror of the log (which takes
-no messages but the log's), and reach the commands and health checks through imports.
-Users read it by direct gets and watch its feed to learn of new records; they may not make
-consumers, which would be theirs to keep alive for ever and of which a stream takes only
-so many: one user could leave no room for the others.
+Users live in an account of their own, ``USERS``; the services, node agents and operators
+in ``CORE``, which holds the log. JetStream answers an API request on whatever reply subject
+it names, with the server's rights, so a user in the log's account could have answers
+written onto the log, and a user in the mirror's account could have an answer without a
+body (a direct get of nothing) taken as a request to delete the mirror. So ``USERS`` has no
+JetStream at all: users read the mirror, in ``READERS``, through imports of its info and
+its direct gets, and reach the commands and health checks through imports from ``CORE``.
+They may make no consumers, which would be theirs to keep alive for ever and of which a
+stream takes only so many: one user could leave no room for the others.
 """
 
 import json
@@ -40,6 +41,7 @@ from allot.proto.subjects import (
     NODE_COMMAND,
     NODE_REPORTS,
     PLAN_EVENTS,
+    READERS_API,
     STREAM,
     SUBMIT,
     command,
@@ -53,6 +55,7 @@ _JOB = f"{EVENTS_PREFIX}.job.*"
 _NODE = f"{EVENTS_PREFIX}.node.*"
 ROUTE_USER = "route"  # what the servers of a cluster present to each other, with a secret
 CORE = "CORE"  # the log's account: services, node agents, operators
+READERS = "READERS"  # the users' mirror of the log, and the identity that makes it
 USERS = "USERS"  # people, who read the mirror
 
 
@@ -64,7 +67,13 @@ READ_LOG = [
     f"$JS.FC.{STREAM}.>",
 ]
 # Reading the users' mirror: its info and direct gets, which leave nothing on the server.
-READ_MIRROR = [f"$JS.API.STREAM.INFO.{MIRROR}", f"$JS.API.DIRECT.GET.{MIRROR}"]
+# Users send them under READERS_API: in an account without JetStream, the server itself
+# answers under $JS.API that there is none.
+READ_MIRROR_RESPONSES = [
+    (f"$JS.API.STREAM.INFO.{MIRROR}", "singleton"),
+    (f"$JS.API.DIRECT.GET.{MIRROR}", "stream"),
+]
+READ_MIRROR = [subject.replace("$JS.API", READERS_API, 1) for subject, _ in READ_MIRROR_RESPONSES]
 MAKE_STREAM = [f"$JS.API.STREAM.CREATE.{STREAM}"]
 ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readiness check
 # The events each service is the author of.
@@ -97,14 +106,13 @@ ANSWERS = {
 def permissions(identity: Identity) -> dict[str, Any]:
     """The ``permissions`` block of the server config for ``identity``."""
     role = identity.role
-    publish = [*READ_MIRROR] if role in ("user", "mirror") else [*READ_LOG]
+    publish = [*READ_LOG]
     subscribe = [f"{inbox_prefix(identity.name)}.>"]
     responds = False
     if role == "user":
-        subscribe.append(f"{MIRROR_DELIVER}.>")  # what tells a reader of new records
+        publish = [*READ_MIRROR]
     if role == "mirror":
-        # Update: a mirror made before users read by direct gets is let answer them.
-        publish += [f"$JS.API.STREAM.CREATE.{MIRROR}", f"$JS.API.STREAM.UPDATE.{MIRROR}"]
+        publish = [f"$JS.API.STREAM.INFO.{MIRROR}", f"$JS.API.STREAM.CREATE.{MIRROR}"]
     if role in ("operator", "user"):
         publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
         publish.append("allot.health.*")
@@ -190,12 +198,12 @@ def server_config(
 
 def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
     """The ``accounts`` block: who is in which account, and what passes between them."""
-    members: dict[str, list[dict[str, Any]]] = {CORE: [], USERS: []}
+    members: dict[str, list[dict[str, Any]]] = {CORE: [], READERS: [], USERS: []}
     for identity in sorted(identities, key=lambda i: i.name):
-        account = USERS if identity.role in ("user", "mirror") else CORE
+        account = {"user": USERS, "mirror": READERS}.get(identity.role, CORE)
         members[account].append({"nkey": identity.public_key, "permissions": permissions(identity)})
-    # What a mirror in USERS needs of the log: consumers made through the log's API (seen
-    # in USERS under MIRROR_API), their flow control, and the subjects they deliver to.
+    # What the mirror needs of the log: consumers made through the log's API (seen in
+    # READERS under MIRROR_API), their flow control, and the subjects they deliver to.
     feed_api = [f"$JS.API.CONSUMER.CREATE.{STREAM}", f"$JS.API.CONSUMER.CREATE.{STREAM}.>"]
     services = [f"{COMMANDS_PREFIX}.>", "allot.health.*"]
     return {
@@ -204,20 +212,15 @@ def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
             "users": members[CORE],
             "exports": [
                 *({"service": subject, "accounts": [USERS]} for subject in services),
-                *({"service": subject, "accounts": [USERS]} for subject in feed_api),
-                {"service": f"$JS.FC.{STREAM}.>", "accounts": [USERS]},
-                {"stream": f"{MIRROR_DELIVER}.>", "accounts": [USERS]},
+                *({"service": subject, "accounts": [READERS]} for subject in feed_api),
+                {"service": f"$JS.FC.{STREAM}.>", "accounts": [READERS]},
+                {"stream": f"{MIRROR_DELIVER}.>", "accounts": [READERS]},
             ],
         },
-        USERS: {
+        READERS: {
             "jetstream": "enabled",
-            "users": members[USERS],
+            "users": members[READERS],
             "imports": [
-                # share: the server stamps who asked (Nats-Request-Info) on each request
-                *(
-                    {"service": {"account": CORE, "subject": subject}, "share": True}
-                    for subject in services
-                ),
                 *(
                     {
                         "service": {"account": CORE, "subject": subject},
@@ -227,6 +230,28 @@ def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
                 ),
                 {"service": {"account": CORE, "subject": f"$JS.FC.{STREAM}.>"}},
                 {"stream": {"account": CORE, "subject": f"{MIRROR_DELIVER}.>"}},
+            ],
+            # A direct get is answered by a batch of messages, not by one.
+            "exports": [
+                {"service": subject, "accounts": [USERS], "response": response}
+                for subject, response in READ_MIRROR_RESPONSES
+            ],
+        },
+        USERS: {  # no JetStream of its own: nothing in it for an answer to be aimed at
+            "users": members[USERS],
+            "imports": [
+                # share: the server stamps who asked (Nats-Request-Info) on each request
+                *(
+                    {"service": {"account": CORE, "subject": subject}, "share": True}
+                    for subject in services
+                ),
+                *(
+                    {
+                        "service": {"account": READERS, "subject": subject},
+                        "to": subject.replace("$JS.API", READERS_API, 1),
+                    }
+                    for subject, _ in READ_MIRROR_RESPONSES
+                ),
             ],
         },
     }

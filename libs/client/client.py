@@ -51,6 +51,7 @@ from allot.proto.subjects import (
     MAX_PRINCIPAL,
     MIRROR,
     NODE_COMMAND,
+    READERS_API,
     SUBMIT,
     StreamSettings,
     command,
@@ -135,7 +136,8 @@ class AsyncClient:
             ) from None
         # A user reads the mirror in the users' account, directly; everyone else, the log.
         user = identity is not None and identity.role == "user"
-        events = EventLog(nc, StreamSettings(name=MIRROR), direct=True) if user else EventLog(nc)
+        mirror = StreamSettings(name=MIRROR)
+        events = EventLog(nc, mirror, direct=True, api=READERS_API) if user else EventLog(nc)
         return cls(events, principal, identity.operator if identity else True, denied)
 
     async def close(self) -> None:

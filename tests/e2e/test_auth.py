@@ -143,6 +143,28 @@ async def test_a_user_follows_the_log_holding_nothing_on_the_server(stack: Stack
         assert await consumers_of_the_mirror(rita) == 0
 
 
+async def test_a_user_cannot_have_the_mirror_deleted_or_purged(stack: Stack) -> None:
+    """The log's answer to a direct get of nothing has no body, as deleting or purging a
+    stream asks: aimed at those, it must not reach the mirror's JetStream API."""
+    async with (
+        await stack.client() as admin,
+        await as_user(stack, "mallory") as mallory,
+        await as_user(stack, "rita") as rita,
+    ):
+        await admin.submit(job("demo"))
+        last = await admin.events.last_seq()
+        for api in (f"$JS.API.STREAM.PURGE.{MIRROR}", f"$JS.API.STREAM.DELETE.{MIRROR}"):
+            for ask in ({"seq": 10**9}, {"seq": 1, "batch": 1}):  # 404, and a batch's end
+                payload = json.dumps(ask).encode()
+                await mallory.events.nc.publish(f"$JS.API.DIRECT.GET.{MIRROR}", payload, api)
+        await mallory.events.nc.flush()
+        await asyncio.sleep(1)
+        log = await admin.events.read(1, last)
+        async with asyncio.timeout(10):
+            mirrored = await rita.events.read(1, last)
+        assert [(r.seq, r.event) for r in mirrored] == [(r.seq, r.event) for r in log]
+
+
 async def test_users_act_for_their_own_accounts_and_jobs_only(stack: Stack) -> None:
     async with await stack.client() as admin:
         await admin.apply_accounts(TREE)

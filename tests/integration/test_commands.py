@@ -112,3 +112,29 @@ async def test_a_message_whose_replies_go_elsewhere_than_its_senders_inbox_is_no
             await landed.next_msg(timeout=0.5)
             raise AssertionError("a reply was published outside the sender's inbox")
     assert handled == [Sender(principal=SENDER, operator=True)]
+
+
+async def test_messages_that_are_no_requests_take_no_room_from_those_that_are(
+    nats_server: EmbeddedNats,
+) -> None:
+    """JetStream's answers can be aimed at a command subject, many at a time: they must
+    not fill the queue that real requests wait in."""
+    started = asyncio.Event()
+
+    async def slow(payload: bytes, sender: Sender) -> AccountsApplyReply:
+        started.set()
+        await asyncio.sleep(0.5)
+        return AccountsApplyReply(defined=[payload.decode()])
+
+    async with (
+        serving(nats_server.url, {COMMAND: slow}, Lane(max_waiting=2)),
+        await as_sender(nats_server.url) as client,
+    ):
+        first = asyncio.create_task(client.request(SUBJECT, b"first", timeout=5))
+        await started.wait()  # the lane is busy with it
+        for _ in range(50):
+            await client.publish(SUBJECT, b"{}")  # no reply subject: no request
+        await client.flush()
+        second = await client.request(SUBJECT, b"second", timeout=5)
+        assert msgspec.json.decode(second.data, type=AccountsApplyReply).defined == ["second"]
+        await first

@@ -226,3 +226,15 @@ def test_spans_are_exported_only_where_the_standard_variables_ask(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert tracing.exporting() is exporting
+
+
+async def test_a_record_whose_own_headers_say_status_is_read_directly(
+    event_log: EventLog,
+) -> None:
+    """The server's answers to a direct get carry a Status header; a record may too."""
+    for status in ("404", "204", "100"):
+        await event_log.append(b.submitted(f"j{status}"), headers={"Status": status})
+    await event_log.append(b.submitted("last"))
+    direct = await directly(event_log)
+    assert [r.seq for r in await direct.read()] == [1, 2, 3, 4]
+    assert [r.headers.get("Status") for r in await direct.read(1, 3)] == ["404", "204", "100"]

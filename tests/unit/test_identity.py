@@ -42,5 +42,4 @@ def test_a_user_may_publish_only_its_own_commands_and_no_event(tmp_path: Path) -
         "allot.cmd.alice.cancel",
     ]
     assert not [s for s in allowed if "CONSUMER" in s]  # it reads by direct gets
-    # Its inbox, and the mirror's feed, which tells it of new records.
-    assert permissions(user)["subscribe"]["allow"] == ["_INBOX_alice.>", "allot.mirror.>"]
+    assert permissions(user)["subscribe"]["allow"] == ["_INBOX_alice.>"]
