@@ -52,6 +52,7 @@ NODE_COMMAND: Final = "admin.node"
 ACCOUNTS_APPLY: Final = "admin.accounts.apply"
 BUDGET_GRANT: Final = "admin.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"
+STATS: Final = "allot.stats.*"  # what services count that the log does not hold
 
 # A token of a subject: no dots, wildcards or whitespace. Job and node ids are tokens.
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -113,6 +114,10 @@ def inbox_prefix(principal: str) -> str:
 # The reply subject of a request that came from another account through an import: the
 # server makes it, and routes the reply back to the requester's own inbox.
 IMPORTED_REPLY: Final = "_R_."
+
+
+def stats_subject(service: str) -> str:
+    return STATS.replace("*", service)
 
 
 def heartbeat(node_id: str) -> str:

@@ -21,15 +21,18 @@ about a millisecond of CPU, which cut the intake from ~850 to ~150 submissions/s
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import msgspec
 from faststream.nats import NatsRouter
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from allot.bus import tracing
-from allot.proto.commands import CONTRACTS
+from allot.proto.commands import CONTRACTS, FieldError
+from allot.proto.events import JobSpec
 from allot.proto.subjects import COMMANDS_PREFIX, from_anyone, health
 from allot.services.replies import (
     Handler,
@@ -41,6 +44,7 @@ from allot.services.replies import (
     respond,
 )
 from allot.services.runtime import Clock
+from allot.services.stats import REFUSALS, REQUESTS, Counts
 
 log = logging.getLogger("allot.commands")
 MAX_WAITING = 64  # requests; each is at most MAX_REQUEST_BYTES
@@ -90,6 +94,7 @@ class Commands:
         self._handlers: dict[str, tuple[Handler, Lane]] = {}
         self._subscriptions: list[Subscription] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self.counts = Counts(service)  # requests and their outcomes, for the metrics
 
     def answer(self, name: str, handler: Handler, lane: Lane) -> None:
         """Answer the command ``name`` (``CONTRACTS``) with ``handler``, in ``lane``, for
@@ -117,6 +122,9 @@ class Commands:
         self._subscriptions.append(
             await nc.subscribe(health(self.service), queue=self.service, cb=_healthy)
         )
+        sending = asyncio.create_task(self.counts.send_every(nc))
+        self._tasks.add(sending)
+        sending.add_done_callback(self._tasks.discard)
 
     @property
     def serving(self) -> bool:
@@ -137,8 +145,10 @@ class Commands:
             # no room in it (a flood of them aimed at a command subject is cheap to send).
             sender = request_of(msg)
             if sender is None:
+                self.counts.add(REQUESTS, service=self.service, command=name, outcome="dropped")
                 return
             if not lane.admit():
+                self.counts.add(REQUESTS, service=self.service, command=name, outcome="busy")
                 busy = f"{lane.waiting} requests are waiting; retry in a moment"
                 await respond(msg, refusal("request", "", f"the {self.service} is busy: {busy}"))
                 return
@@ -158,8 +168,26 @@ class Commands:
                 waited_s = self.clock.monotonic() - arrived
                 if waited_s > self.max_wait_s:
                     await respond(msg, _given_up(waited_s))
+                    self.counts.add(
+                        REQUESTS, service=self.service, command=name, outcome="given_up"
+                    )
                 else:
-                    await answer(msg, sender, handler, self.service)
+                    reply = await answer(msg, sender, handler, self.service)
+                    self._count(name, reply)
+
+    def _count(self, name: str, reply: msgspec.Struct) -> None:
+        errors: list[FieldError] = getattr(reply, "errors", [])
+        outcome = (
+            "refused"
+            if errors
+            else "duplicate"
+            if getattr(reply, "duplicate", False)
+            else "accepted"
+        )
+        self.counts.add(REQUESTS, service=self.service, command=name, outcome=outcome)
+        if errors:
+            field = refused_field(errors[0].field, CONTRACTS[name].request)
+            self.counts.add(REFUSALS, service=self.service, command=name, field=field)
 
 
 async def _declared(body: bytes) -> None:
@@ -168,6 +196,15 @@ async def _declared(body: bytes) -> None:
 
 async def _healthy(msg: Msg) -> None:
     await msg.respond(b'{"ok":true}')
+
+
+def refused_field(field: str, request: type[msgspec.Struct]) -> str:
+    """The field a refusal names, as a label: the deepest part of its path that is a field
+    of the request or of a job spec, else ``other`` (the path may be the sender's own
+    misspelling, and labels must come from a small set)."""
+    known = {"request", *request.__struct_fields__, *JobSpec.__struct_fields__}
+    parts = [part for part in re.split(r"[.\[\]]", field) if part in known]
+    return parts[-1] if parts else "other"
 
 
 def _given_up(waited_s: float) -> Refusal:

@@ -84,15 +84,17 @@ def request_of(msg: Msg) -> Sender | None:
     return sender
 
 
-async def answer(msg: Msg, sender: Sender, handle: Handler, service: str) -> None:
-    """Reply to ``msg`` with what ``handle`` makes of it; a handler that raises is logged
-    and answered with the error, so no request goes unanswered or stops the service."""
+async def answer(msg: Msg, sender: Sender, handle: Handler, service: str) -> msgspec.Struct:
+    """Reply to ``msg`` with what ``handle`` makes of it, and return that; a handler that
+    raises is logged and answered with the error, so no request goes unanswered or stops
+    the service."""
     try:
         reply = await handle(msg.data, sender)
     except Exception as error:
         log.exception("%s failed on a request to %s", service, msg.subject)
         reply = refusal("request", "", f"the {service} failed on it: {error!r}")
     await respond(msg, reply)
+    return reply
 
 
 async def respond(msg: Msg, reply: msgspec.Struct) -> None:

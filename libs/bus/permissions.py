@@ -42,6 +42,7 @@ from allot.proto.subjects import (
     NODE_REPORTS,
     PLAN_EVENTS,
     READERS_API,
+    STATS,
     STREAM,
     SUBMIT,
     command,
@@ -49,6 +50,7 @@ from allot.proto.subjects import (
     health,
     heartbeat,
     inbox_prefix,
+    stats_subject,
 )
 
 _JOB = f"{EVENTS_PREFIX}.job.*"
@@ -122,13 +124,15 @@ def permissions(identity: Identity) -> dict[str, Any]:
         publish += [command(identity.name, f"{ADMIN}>"), ALL_EVENTS, *MAKE_STREAM, ACCOUNT_INFO]
         subscribe.append(HEARTBEATS)
     if role in AUTHORED:
-        publish += [*AUTHORED[role], *MAKE_STREAM]
+        publish += [*AUTHORED[role], *MAKE_STREAM, stats_subject(role)]
         subscribe += [from_anyone(name) for name in ANSWERS.get(role, [])]
         if role in ANSWERS:
             subscribe.append(health(role))
             responds = True
         if role == "telemetry":
             subscribe.append(HEARTBEATS)
+    if role == "metrics":
+        subscribe.append(STATS)  # what the services count outside the log
     if role == "node":
         assert identity.node_id is not None
         node = identity.node_id

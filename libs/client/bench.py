@@ -35,6 +35,7 @@ async def bench(args: argparse.Namespace) -> int:
             restart=False,
             secure=not args.insecure,
             tls=args.tls,
+            metrics_port=0 if args.metrics else None,
         )
         await stack.start()
         try:

@@ -772,6 +772,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--insecure", action="store_true", help="without identities, to measure what they cost"
     )
     stack.add_argument("--tls", action="store_true", help="with TLS, to measure what it costs")
+    stack.add_argument(
+        "--metrics", action="store_true", help="with the metrics service, to measure its cost"
+    )
 
     ledger = add_bench("ledger", cmd_bench_ledger, "the ledger's fold and fair-share ranking")
     ledger.add_argument("--events", type=int, default=200_000, help="events in the synthetic log")

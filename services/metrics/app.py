@@ -10,10 +10,13 @@ grow with time alone); the HTTP server's thread only hands out the last set.
 
 import argparse
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Iterator
 
+import msgspec
+from nats.aio.msg import Msg
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -25,11 +28,16 @@ from prometheus_client.core import (
 from allot.bus.eventlog import EventLog
 from allot.core import JobStatus, State
 from allot.core.owed import global_shares
+from allot.proto.limits import shown
+from allot.proto.subjects import STATS
 from allot.services.runtime import Clock, follow_state
+from allot.services.stats import EVERY_S, KNOWN, MAX_LABEL, MAX_SAMPLES, Sample, Stats
 from allot.sim.metrics import HOUR_S, JobOutcome, compute, wait_percentiles, wait_s
 from allot.sim.outcomes import Outcomes
 
 log = logging.getLogger("allot.metrics")
+STALE_S = 3 * EVERY_S  # counts not sent again for this long are of an instance that is gone
+MAX_STATS_BYTES = 256 * 1024
 # Submission to start, seconds: from an interactive job's moments to a large gang's hours.
 LATENCY_BUCKETS = (0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400)
 
@@ -42,6 +50,7 @@ class Metrics:
         self.state = State()
         self.outcomes = Outcomes()
         self.families: list[Metric] = []  # replaced whole: the HTTP thread reads it
+        self.reported: dict[tuple[str, str], tuple[float, list[Sample]]] = {}  # by instance
         self._computed_at = float("-inf")
 
     def collect(self) -> Iterator[Metric]:
@@ -52,16 +61,30 @@ class Metrics:
         registry.register(self)
         start_http_server(port, addr=host, registry=registry)
         log.info("serving metrics on http://%s:%d/metrics", host, port)
+        await self.events.nc.subscribe(STATS, cb=self._on_stats)
         await follow_state(
             self.events, self.state, self._refresh, self.refresh_s,
             lambda record: self.outcomes.note(self.state, record),
         )  # fmt: skip
 
+    async def _on_stats(self, msg: Msg) -> None:
+        stats = taken_stats(msg.data)
+        if stats is None:
+            log.warning("ignored counts on %s: not counts Allot knows", shown(msg.subject, 200))
+            return
+        self.reported[(stats.service, stats.instance)] = (self.clock.monotonic(), stats.samples)
+
     async def _refresh(self) -> None:
         if self.clock.monotonic() - self._computed_at < self.refresh_s / 2:
             return  # a burst of events: the tick brings the rest soon enough
         began = time.perf_counter()
-        self.families = families(self.state, self.outcomes, self.clock.now())
+        now = self.clock.monotonic()
+        for key, (at, _) in list(self.reported.items()):
+            if now - at > STALE_S:  # that instance is gone
+                del self.reported[key]
+        counted = [samples for _, samples in self.reported.values()]
+        self.families = [*families(self.state, self.outcomes, self.clock.now()),
+                         *counted_families(counted)]  # fmt: skip
         self._computed_at = self.clock.monotonic()
         log.debug("metrics at %d in %.3f s", self.state.seq, time.perf_counter() - began)
 
@@ -233,6 +256,60 @@ def _latency(jobs: list[JobOutcome]) -> HistogramMetricFamily:
     buckets.append(("+Inf", len(latencies)))
     family.add_metric([], buckets, sum_value=sum(latencies))
     return family
+
+
+def taken_stats(data: bytes) -> Stats | None:
+    """A service's counts, if they are counts of the names ``KNOWN``, with their labels,
+    as finite numbers not below zero, and not too many; else None."""
+    if len(data) > MAX_STATS_BYTES:
+        return None
+    try:
+        stats = msgspec.json.decode(data, type=Stats)
+    except msgspec.DecodeError:
+        return None
+    if len(stats.samples) > MAX_SAMPLES:
+        return None
+    for sample in stats.samples:
+        name = sample.name
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix) and name.removesuffix(suffix) in KNOWN:
+                name = name.removesuffix(suffix)
+        allowed = {"le"} if sample.name.endswith("_bucket") else set()
+        if name not in KNOWN or not set(sample.labels) <= allowed | set(KNOWN[name][2]):
+            return None
+        if not math.isfinite(sample.value) or sample.value < 0:
+            return None
+        if any(len(v) > MAX_LABEL for v in sample.labels.values()):
+            return None
+    return stats
+
+
+def counted_families(reports: list[list[Sample]]) -> list[Metric]:
+    """The services' counts, summed over their instances, as families."""
+    totals: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for samples in reports:
+        for sample in samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            totals[key] = totals.get(key, 0.0) + sample.value
+    found: list[Metric] = []
+    for name, (kind, doc, labels) in KNOWN.items():
+        if kind == "counter":
+            family = CounterMetricFamily(name, doc, labels=list(labels))
+            for (sample_name, pairs), value in sorted(totals.items()):
+                if sample_name == name:
+                    family.add_metric([dict(pairs).get(label, "") for label in labels], value)
+            found.append(family)
+        elif kind == "histogram":
+            buckets = sorted(
+                ((dict(pairs)["le"], value) for (n, pairs), value in totals.items()
+                 if n == f"{name}_bucket"),
+                key=lambda bucket: float(bucket[0]),
+            )  # fmt: skip
+            histogram = HistogramMetricFamily(name, doc)
+            if buckets:
+                histogram.add_metric([], buckets, sum_value=totals.get((f"{name}_sum", ()), 0.0))
+            found.append(histogram)
+    return found
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

@@ -9,6 +9,7 @@ again every ``tick`` seconds while the log is quiet; a job past its account's ma
 gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless)."""
 
 import argparse
+import asyncio
 import gc
 import logging
 import time
@@ -32,6 +33,7 @@ from allot.services.runtime import (
     spec_attributes,
     stamp,
 )
+from allot.services.stats import CONFLICTS, CYCLES, Counts
 
 log = logging.getLogger("allot.planner")
 FREEZE_EVERY = 1000  # plans
@@ -53,6 +55,7 @@ class Planner:
         self.clock = clock or Clock()
         self.state = State()
         self.traces = JobTraces()
+        self.counts = Counts("planner")  # cycles and conflicts, for the metrics
         self.plans = 0
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
@@ -68,7 +71,10 @@ class Planner:
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
         await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
-        await follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces.note)
+        await asyncio.gather(
+            follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces.note),
+            self.counts.send_every(self.events.nc),
+        )
 
     async def plan_once(self) -> None:
         await self._plan()
@@ -95,8 +101,10 @@ class Planner:
             return  # a plan from before its predecessor was folded would repeat it
         if self._memo_refolds != self.state.refolds:  # a quarantine: it remembers another fold
             self._memo, self._memo_refolds = PlanMemo(), self.state.refolds
-        now, began = self.clock.now(), time.time_ns()
+        now, began, timer = self.clock.now(), time.time_ns(), time.perf_counter()
         decided = plan(self.state, now, self.policy, self._memo)
+        self.counts.observe_cycle(time.perf_counter() - timer)
+        self.counts.add(CYCLES, decided="false" if decided.empty else "true")
         if decided.empty:
             return
         event = decided.recorded(
@@ -117,6 +125,7 @@ class Planner:
                 )
             except Conflict:
                 self.conflicts += 1
+                self.counts.add(CONFLICTS)
                 cycle.set_attribute("allot.plan.conflict", True)
                 log.info("another plan came first; %d conflicts so far", self.conflicts)
                 return

@@ -3,25 +3,34 @@ values the simulator's own metric functions give for the history in the log; an 
 started again reports the same."""
 
 import asyncio
+import json
+import re
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from allot.client import CommandError
 from allot.client.stack import NodeShape, Stack
 from allot.proto.events import JobExited, JobSpec, JobStarted, JobSubmitted
 from allot.sim.metrics import JobOutcome, compute, wait_percentiles, wait_s
 from tests.stack import python, until
 
 S = 1e9
+ROOT = Path(__file__).resolve().parents[2]
 # (account, GPUs, seconds): two accounts share four GPUs, so some jobs wait.
 JOBS = [("lab/a", 4, 0.6), ("lab/b", 2, 0.4), ("lab/a", 2, 0.3), ("lab/b", 4, 0.2)]
 
 
+def exposition(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of the exposition, by name and labels."""
-    with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
+    text = exposition(url)
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)
@@ -74,7 +83,21 @@ async def test_the_metrics_endpoint_says_what_the_log_says(tmp_path: Path) -> No
                         return with_log
                     await asyncio.sleep(0.2)
 
-        metrics = await scraped()
+        with pytest.raises(CommandError):
+            await client.cancel("j-nosuchjob")  # refused: counted by the intake
+        requests = ("allot_command_requests_total", "admin.submit", "accepted")
+
+        async def counted(value: float) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            async with asyncio.timeout(20):  # the services send their counts every 5 s
+                while True:
+                    got = await asyncio.to_thread(_try_scrape, stack.metrics_url)
+                    if counts(got, *requests) == value and counts(
+                        got, "allot_command_requests_total", "admin.cancel", "refused"
+                    ):
+                        return got
+                    await asyncio.sleep(0.5)
+
+        metrics = await counted(len(JOBS))
         folded = int(metrics[("allot_log_folded_sequence", ())])
         records = await client.events.read(1, folded)  # what the exporter had folded
         last = folded
@@ -85,6 +108,7 @@ async def test_the_metrics_endpoint_says_what_the_log_says(tmp_path: Path) -> No
         await metrics_child.process.wait()
         await stack._spawn(metrics_child)
         again = await scraped()
+        stack_metrics_text = await asyncio.to_thread(exposition, stack.metrics_url)
 
     outcomes = outcomes_in(records)
     end = max(o.end_s or 0 for o in outcomes)
@@ -106,8 +130,51 @@ async def test_the_metrics_endpoint_says_what_the_log_says(tmp_path: Path) -> No
     assert metrics[("allot_gpus", (("state", "free"),))] == 4
     assert metrics[("allot_node_up", (("node", "node-1"),))] == 1
     assert len(state.jobs) == len(JOBS)
+    # What the services count outside the log: the planner's cycles, the intake's requests.
+    assert metrics[("allot_plan_cycles_total", (("decided", "true"),))] >= 2
+    assert metrics[("allot_plan_cycle_seconds_count", ())] >= 2
+    refused = (("command", "admin.cancel"), ("field", "job_id"), ("service", "intake"))
+    assert metrics[("allot_command_refusals_total", refused)] == 1
+    # Every series the shipped dashboard plots is one the endpoint serves.
+    dashboard = json.loads((ROOT / "deploy/grafana/dashboards/allot.json").read_text())
+    plotted = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"allot_[a-z_]+", target["expr"])
+    }
+    assert plotted <= served(stack_metrics_text), plotted - served(stack_metrics_text)
     sequence = ("allot_log_folded_sequence", ())
-    assert {**again, sequence: 0} == {**metrics, sequence: 0}
+    # (What services count goes on growing, and comes to a new exporter with their next send.)
+    assert from_log({**again, sequence: 0}) == from_log({**metrics, sequence: 0})
+
+
+def served(exposition: str) -> set[str]:
+    """The names of the series an exposition declares, samples or not."""
+    names = set()
+    for line in exposition.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            suffixes = ("_bucket", "_count", "_sum") if kind == "histogram" else ("",)
+            names |= {name + suffix for suffix in suffixes}
+    return names
+
+
+def from_log(
+    metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    counted = ("allot_plan_cycle", "allot_plan_conflicts", "allot_command_")
+    return {key: value for key, value in metrics.items() if not key[0].startswith(counted)}
+
+
+def counts(
+    metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+    name: str,
+    command: str,
+    outcome: str,
+) -> float:
+    labels = (("command", command), ("outcome", outcome), ("service", "intake"))
+    return metrics.get((name, labels), 0.0)
 
 
 def _try_scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -52,6 +52,7 @@ def test_children_of_a_killed_allot_up_die_with_it(tmp_path: Path) -> None:
         assert sorted(running_as(argv) for argv in orphans.values()) == [
             "allot.services.intake",
             "allot.services.ledger",
+            "allot.services.metrics",
             "allot.services.node",
             "allot.services.planner",
             "allot.services.preemptor",

@@ -43,3 +43,17 @@ def test_a_user_may_publish_only_its_own_commands_and_no_event(tmp_path: Path) -
     ]
     assert not [s for s in allowed if "CONSUMER" in s]  # it reads by direct gets
     assert permissions(user)["subscribe"]["allow"] == ["_INBOX_alice.>"]
+
+
+def test_a_service_may_send_only_its_own_counts_and_only_metrics_hears_them(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring(tmp_path)
+    planner = permissions(load(keyring.add("planner", "planner")))
+    metrics = permissions(load(keyring.add("metrics", "metrics")))
+    user = permissions(load(keyring.add("alice", "user")))
+    assert [s for s in planner["publish"]["allow"] if "stats" in s] == ["allot.stats.planner"]
+    assert "allot.stats.*" in metrics["subscribe"]["allow"]
+    assert not [s for s in metrics["publish"]["allow"] if not s.startswith("$JS.")]
+    for others in (planner, user):
+        assert not [s for s in others["subscribe"]["allow"] if "stats" in s]
