@@ -143,20 +143,26 @@ def families(state: State, outcomes: Outcomes, now: int) -> list[Metric]:
     return found
 
 
-def _waits(jobs: list[JobOutcome], now_s: float) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(
-        "allot_queue_wait_seconds",
-        "Waits from submission to first start (to now for jobs still waiting), nearest rank.",
-        labels=["account", "tier", "quantile"],
+def _waits(jobs: list[JobOutcome], now_s: float) -> Metric:
+    """A summary per account and tier: quantiles (nearest rank, as the simulator reports
+    them), how many jobs and their waits in all."""
+    name = "allot_queue_wait_seconds"
+    summary = Metric(
+        name,
+        "Waits from submission to first start (to now for jobs still waiting).",
+        "summary",
     )
     groups: dict[tuple[str, str], list[float]] = {}
     for job in jobs:
         groups.setdefault((job.account, job.tier), []).append(wait_s(job, now_s))
     for (account, tier), waits in sorted(groups.items()):
+        labels = {"account": account, "tier": tier}
         for key, value in wait_percentiles(waits).items():
             quantile = str(int(key.removeprefix("wait_p").removesuffix("_s")) / 100)
-            family.add_metric([account, tier, quantile], value)
-    return family
+            summary.add_sample(name, {**labels, "quantile": quantile}, value)
+        summary.add_sample(f"{name}_count", labels, len(waits))
+        summary.add_sample(f"{name}_sum", labels, sum(waits))
+    return summary
 
 
 def _queue(state: State) -> list[GaugeMetricFamily]:
