@@ -347,7 +347,8 @@ def export(traces: Sequence[JobTrace]) -> int:
     exporter = OTLPSpanExporter()
     try:
         if spans and exporter.export(spans) is not SpanExportResult.SUCCESS:
-            raise ExportFailed(f"the OTLP endpoint did not take {len(spans)} spans")
+            where = exporter._endpoint  # what the OTEL_EXPORTER_OTLP_* variables made of it
+            raise ExportFailed(f"{where} did not take {len(spans)} spans; is it up?")
     finally:
         exporter.shutdown()  # type: ignore[no-untyped-call]
     return len(spans)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from allot.bus.server import free_port
 from allot.client.stack import NodeShape, Stack
 from allot.core import JobStatus
 from allot.proto.events import JobSpec, JobSubmitted
@@ -139,3 +140,15 @@ async def test_one_trace_follows_a_job_through_preemption_and_requeue(
     [job_span] = [s for s in from_log if s["name"] == f"job {train}"]
     assert job_span["parent_span_id"] == submission.headers["traceparent"].split("-")[2]
     assert len(from_log) == json.loads(sent.stdout)["spans"]
+    # A backend that is not there is named, and nothing else goes wrong.
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", nowhere)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    unsent = cli(
+        "nats://127.0.0.1:1", "trace", "export", train, "--log", str(tmp_path / "log.jsonl")
+    )
+    assert unsent.returncode == 1
+    count = json.loads(sent.stdout)["spans"]
+    said = f"allot: {nowhere}/v1/traces did not take {count} spans; is it up?"
+    assert unsent.stderr.splitlines()[-1] == said
+    assert "Traceback" not in unsent.stderr
