@@ -62,7 +62,8 @@ class Outcomes:
         elif not running and job_id in self._running:
             outcome.runs.append((self._running.pop(job_id), at))
         if job.preemptions > outcome.preemptions:  # as the fold took it: once, if at all
-            ground = _ground(job.stop.reason if job.stop is not None else "")
+            # The plan's code for the preemption, kept by the fold until the requeue.
+            ground = job.preemption.code if job.preemption is not None else "UNKNOWN"
             cost = self.preempted.setdefault(ground, Preempted())
             cost.count += job.preemptions - outcome.preemptions
             cost.lost_gpu_s += job.lost_gpu_ms / 1000 - outcome.lost_gpu_s
@@ -80,8 +81,3 @@ class Outcomes:
                 outcome = msgspec.structs.replace(outcome, runs=[*outcome.runs, (began, now_s)])
             outcomes.append(outcome)
         return outcomes
-
-
-def _ground(reason: str) -> str:
-    """The ground of a stop's reason, ``TIER for j-…`` -> ``TIER``."""
-    return reason.split(" ", 1)[0] if reason else "UNKNOWN"
