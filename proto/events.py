@@ -241,6 +241,9 @@ class JobStarted(JobEvent, frozen=True, kw_only=True, tag="JobStarted"):
     pid: int
     output_path: str
     attempt: int = 0  # which run of the job: 0, then one more per requeue
+    # The physical devices behind ``gpus``, in the same order, where the node knows them:
+    # what traces a faulty GPU to every job that ran on it.
+    gpu_uuids: list[str] = []
 
 
 class JobCheckpointed(JobEvent, frozen=True, kw_only=True, tag="JobCheckpointed"):
@@ -394,10 +397,17 @@ class PolicyAdopted(Event, frozen=True, kw_only=True, tag="PolicyAdopted"):
 # --- nodes ------------------------------------------------------------------------------
 
 
-class GpuInfo(msgspec.Struct, frozen=True, kw_only=True):
+class GpuInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One device work can be placed on: a whole GPU, or a MIG instance of one (then its
+    model names the profile, e.g. ``NVIDIA A100-SXM4-80GB MIG 1g.10gb``, and ``parent`` is
+    the index NVML gives the physical GPU). ``index`` is the device's slot on its node."""
+
     index: int
     model: str
     memory_mib: int
+    uuid: str = ""  # GPU-… or MIG-…; empty on nodes that do not know it
+    pci_bus_id: str = ""  # of the physical GPU
+    parent: int | None = None  # a MIG instance's GPU
 
 
 class NodeRegistered(NodeEvent, frozen=True, kw_only=True, tag="NodeRegistered"):
@@ -410,11 +420,33 @@ class NodeRegistered(NodeEvent, frozen=True, kw_only=True, tag="NodeRegistered")
     simulated: bool = True
     labels: dict[str, str] = {}  # topology and more: rack, block, ...
     nvlink_islands: list[list[int]] = []  # GPU indices that share NVLink, one list per island
+    # What the inventory could not learn, e.g. a GPU that answered nothing: reported, not
+    # guessed, and such a GPU is not offered.
+    problems: list[str] = []
+
+
+# What makes a GPU unhealthy (``allot.core.gpuhealth`` says which are cleared only by an
+# operator, and which make the whole host suspect).
+GpuFaultKind = Literal[
+    "xid",
+    "ecc_uncorrected",
+    "retired_pages_pending",
+    "row_remap_pending",
+    "row_remap_failed",
+    "gpu_lost",
+    "thermal_slowdown",
+    "power_slowdown",
+    "unanswered",
+]
 
 
 class NodeHealthChanged(NodeEvent, frozen=True, kw_only=True, tag="NodeHealthChanged"):
+    """A node, or one GPU of it (``gpu``, its index), turned healthy or unhealthy."""
+
     healthy: bool
     reason: str
+    gpu: int | None = None  # None: the whole node
+    fault: GpuFaultKind | None = None  # why a GPU turned unhealthy
 
 
 class NodeLost(NodeEvent, frozen=True, kw_only=True, tag="NodeLost"):

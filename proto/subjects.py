@@ -52,6 +52,7 @@ NODE_COMMAND: Final = "admin.node"
 ACCOUNTS_APPLY: Final = "admin.accounts.apply"
 BUDGET_GRANT: Final = "admin.budget.grant"
 HEARTBEATS: Final = "allot.hb.*"
+SAMPLES: Final = "allot.hb.samples.*"  # each GPU's load, per node (``allot.proto.telemetry``)
 STATS: Final = "allot.stats.*"  # what services count that the log does not hold
 
 # A token of a subject: no dots, wildcards or whitespace. Job and node ids are tokens.
@@ -122,6 +123,10 @@ def stats_subject(service: str) -> str:
 
 def heartbeat(node_id: str) -> str:
     return f"allot.hb.{_token(node_id)}"
+
+
+def samples(node_id: str) -> str:
+    return SAMPLES.replace("*", _token(node_id))
 
 
 # What a node agent reports of the jobs placed on its node: appended under the node too,

@@ -28,6 +28,7 @@ REQUESTS: Final = "allot_command_requests_total"
 REFUSALS: Final = "allot_command_refusals_total"
 CYCLES: Final = "allot_plan_cycles_total"
 CONFLICTS: Final = "allot_plan_conflicts_total"
+HEARTBEATS_REFUSED: Final = "allot_heartbeats_refused_total"
 
 
 class Sample(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,6 +53,8 @@ KNOWN: Final = {
                                      ("service", "command", "outcome")),
     REFUSALS: ("counter", "Refused requests, by command and the field "
                                      "refused.", ("service", "command", "field")),
+    HEARTBEATS_REFUSED: ("counter", "Heartbeats whose health was not read: malformed, "
+                                     "or of no registered node.", ()),
 }  # fmt: skip
 
 

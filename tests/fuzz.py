@@ -132,6 +132,14 @@ class Fuzzer:
                 meta=m, job_id=job, account="lab/a", attempt=0, waited_ns=9, max_wait_ns=1
             ),
             NodeHealthChanged(meta=m, node_id=node, healthy=r.random() < 0.5, reason="xid"),
+            NodeHealthChanged(
+                meta=m,
+                node_id=node,
+                healthy=r.random() < 0.5,
+                reason="XID 79",
+                gpu=r.randint(0, 3),
+                fault="xid",
+            ),
             NodeCordoned(meta=m, node_id=node, drain=r.random() < 0.5),
             NodeUncordoned(meta=m, node_id=node),
             NodeDrained(meta=m, node_id=node),

@@ -42,6 +42,7 @@ from allot.proto.subjects import (
     NODE_REPORTS,
     PLAN_EVENTS,
     READERS_API,
+    SAMPLES,
     STATS,
     STREAM,
     SUBMIT,
@@ -50,6 +51,7 @@ from allot.proto.subjects import (
     health,
     heartbeat,
     inbox_prefix,
+    samples,
     stats_subject,
 )
 
@@ -96,7 +98,7 @@ AUTHORED = {
         f"{_JOB}.JobRequeued",
         f"{_NODE}.NodeDrained",
     ],
-    "telemetry": [f"{_NODE}.NodeLost", f"{_NODE}.NodeHealthChanged"],
+    "telemetry": [f"{_NODE}.NodeLost", f"{_NODE}.NodeHealthChanged", f"{_NODE}.NodeCordoned"],
 }
 # The commands each service answers.
 ANSWERS = {
@@ -132,12 +134,13 @@ def permissions(identity: Identity) -> dict[str, Any]:
         if role == "telemetry":
             subscribe.append(HEARTBEATS)
     if role == "metrics":
-        subscribe.append(STATS)  # what the services count outside the log
+        subscribe += [STATS, SAMPLES]  # what the services count, and the GPUs' load
     if role == "node":
         assert identity.node_id is not None
         node = identity.node_id
         publish += [
             heartbeat(node),
+            samples(node),
             f"{EVENTS_PREFIX}.node.{node}.NodeRegistered",
             *(f"{_JOB}.{node}.{kind.__struct_config__.tag}" for kind in NODE_REPORTS),
         ]

@@ -175,6 +175,10 @@ class Stack:
     def node_work_dir(self, node_id: str) -> Path:
         return self.data_dir / "nodes" / node_id
 
+    def fault_file(self, node_id: str) -> Path:
+        """Where faults for a node's simulated GPUs are appended, one JSON line each."""
+        return self.node_work_dir(node_id) / "simulated-faults.jsonl"
+
     async def start(self, timeout: float = 30.0) -> "Stack":
         try:
             await self._start(timeout)
@@ -216,6 +220,8 @@ class Stack:
                     ],
                     "--work-dir",
                     str(self.node_work_dir(node.node_id)),
+                    "--simulated-faults",
+                    str(self.fault_file(node.node_id)),
                     # Simulated nodes share this machine's disk, as real ones share storage.
                     "--checkpoint-root",
                     str(self.data_dir / "checkpoints"),

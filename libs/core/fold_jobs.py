@@ -368,7 +368,7 @@ def _admission_problem(state: State, a: Admission) -> str:
             return f"node {placement.node_id} is not schedulable"
         indices = {g.index for g in node.gpus}
         gpus = placement.gpus
-        taken = any(i not in indices or i in node.allocated for i in gpus)
+        taken = any(i not in indices or i in node.allocated or i in node.gpu_faults for i in gpus)
         if len(set(gpus)) != len(gpus) or taken:
             return f"GPUs {gpus} not free on {placement.node_id}"
     return ""

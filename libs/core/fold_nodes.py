@@ -3,6 +3,7 @@
 from allot.core.fold_jobs import end_job, requeue
 from allot.core.model import (
     FoldRule,
+    GpuFaultRecord,
     Ignore,
     JobStatus,
     NodeRecord,
@@ -56,7 +57,22 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
 
 
 def _health(state: State, seq: int, e: NodeHealthChanged) -> None:
-    _node(state, e.node_id).healthy = e.healthy
+    node = _node(state, e.node_id)
+    fault = (
+        None if e.healthy else GpuFaultRecord(kind=e.fault or "", reason=e.reason, since=e.meta.at)
+    )
+    if e.gpu is None:
+        node.healthy, node.fault = e.healthy, fault
+    else:
+        if e.gpu not in {g.index for g in node.gpus}:
+            raise Ignore(f"node {e.node_id} has no GPU {e.gpu}")
+        faults = dict(node.gpu_faults)
+        if fault is None:
+            faults.pop(e.gpu, None)
+        else:
+            faults[e.gpu] = fault
+        node.gpu_faults = faults
+    node.health_changes += 1
 
 
 def _lost(state: State, seq: int, e: NodeLost) -> None:
@@ -78,6 +94,7 @@ def _lost(state: State, seq: int, e: NodeLost) -> None:
 def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
     node = _node(state, e.node_id)
     node.cordoned = True
+    node.cordon_reason, node.cordoned_by = e.reason, e.by
     if e.drain and not node.draining:
         node.draining, node.drained = True, False
         node.drains += 1
@@ -86,6 +103,12 @@ def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
 def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
     node = _node(state, e.node_id)
     node.cordoned = node.draining = node.drained = False
+    node.cordon_reason = node.cordoned_by = ""
+    # The operator vouches for the host: every fault recorded is forgotten, those that
+    # only an operator clears (XIDs) too. A fault the host still shows is reported again.
+    if node.gpu_faults or node.fault is not None:
+        node.gpu_faults, node.fault, node.healthy = {}, None, True
+        node.health_changes += 1
 
 
 def _drained(state: State, seq: int, e: NodeDrained) -> None:

@@ -89,6 +89,14 @@ class JobRecord(msgspec.Struct, kw_only=True):
         return sum(map(len, self.placements.values()))
 
 
+class GpuFaultRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a GPU (or a node) is unhealthy, as ``NodeHealthChanged`` recorded it."""
+
+    kind: str
+    reason: str
+    since: int  # ns
+
+
 class NodeRecord(msgspec.Struct, kw_only=True):
     node_id: str
     hostname: str
@@ -99,8 +107,15 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     labels: dict[str, str] = {}
     nvlink_islands: list[list[int]] = []
     healthy: bool = True
+    fault: GpuFaultRecord | None = None  # why the whole node is unhealthy, where one said
+    # GPU index -> why that GPU is unhealthy; no work is placed on it. Replaced, never
+    # changed in place, so that what is derived from it can tell it changed.
+    gpu_faults: dict[int, GpuFaultRecord] = {}
+    health_changes: int = 0  # health transitions recorded, so each is appended once
     lost: bool = False
     cordoned: bool = False
+    cordon_reason: str = ""
+    cordoned_by: str = ""
     draining: bool = False  # cordoned, and its jobs are stopped as they pass min runtime
     drained: bool = False
     drains: int = 0  # drains begun, so each one's end is recorded once
@@ -112,7 +127,12 @@ class NodeRecord(msgspec.Struct, kw_only=True):
         return self.healthy and not self.lost and not self.cordoned
 
     def free_gpus(self) -> list[int]:
-        return [g.index for g in self.gpus if g.index not in self.allocated]
+        """The GPUs work could be placed on now: neither held nor faulty."""
+        return [
+            g.index
+            for g in self.gpus
+            if g.index not in self.allocated and g.index not in self.gpu_faults
+        ]
 
 
 HOUR_NS = 3600 * 10**9

@@ -283,8 +283,9 @@ def schedulable(state: State) -> list[Schedulable]:
 
 
 # Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
-# labels change only when it registers again, which gives them new lists.
-_shapes: dict[str, tuple[tuple[object, object, object], _Shape]] = {}
+# labels change only when it registers again, which gives them new lists; its GPU faults
+# only by a health change, which gives them a new dict.
+_shapes: dict[str, tuple[tuple[object, ...], _Shape]] = {}
 
 
 # Node id -> its shape, and a space of it with every GPU taken: shared by every capacity in
@@ -311,15 +312,19 @@ def _full_space(node_id: str, shape: _Shape) -> NodeSpace:
 
 
 def _shape_of(node: NodeRecord) -> _Shape:
-    """A node's islands, which island each GPU is in, its model and its rack, worked out
-    once per registration rather than every cycle."""
+    """A node's islands of healthy GPUs, which island each GPU is in, its model and its
+    rack, worked out once per registration or change of health rather than every cycle."""
     known = _shapes.get(node.node_id)
-    if known is not None:
-        gpus, islands, labels = known[0]
-        if gpus is node.gpus and islands is node.nvlink_islands and labels is node.labels:
-            return known[1]
-    source = (node.gpus, node.nvlink_islands, node.labels)
-    every = islands_of(node)
+    source = (node.gpus, node.nvlink_islands, node.labels, node.gpu_faults)
+    if known is not None and all(a is b for a, b in zip(known[0], source, strict=True)):
+        return known[1]
+    # A faulty GPU is not part of the node as placement sees it: never offered, never
+    # given back when its holder is stopped.
+    every = [
+        usable
+        for island in islands_of(node)
+        if (usable := [i for i in island if i not in node.gpu_faults])
+    ]
     home = {index: n for n, island in enumerate(every) for index in island}
     shape = (every, home, model_of(node), rack_of(node))
     _shapes[node.node_id] = (source, shape)

@@ -31,6 +31,7 @@ from allot.proto.events import (
     KillRequested,
     MaxWaitExceeded,
     NodeEvent,
+    NodeHealthChanged,
     NodeLost,
     NodeRegistered,
     PlanComputed,
@@ -162,6 +163,12 @@ def _registered(e: NodeRegistered) -> str:
     return _first(_count("cpus", e.cpus, 0, MAX_NODE_CPUS), _count("memory_mib", e.memory_mib))
 
 
+def _health(e: NodeHealthChanged) -> str:
+    if e.gpu is not None and not 0 <= e.gpu < MAX_NODE_GPUS:
+        return f"gpu={e.gpu}: GPU indices are 0 to {MAX_NODE_GPUS - 1}"
+    return ""
+
+
 def _lost(e: NodeLost) -> str:
     return _first(_count("last_seen_ns", e.last_seen_ns), _count("timeout_ns", e.timeout_ns))
 
@@ -239,6 +246,7 @@ _CHECKS: dict[type[Event], Callable[[Any], str]] = {
     MaxWaitExceeded: _max_wait,
     PlanComputed: _plan,
     NodeRegistered: _registered,
+    NodeHealthChanged: _health,
     NodeLost: _lost,
     AccountDefined: _account,
     AccountUpdated: _account,

@@ -57,9 +57,16 @@ def checkpoint_dir() -> Path:
 
 
 def visible_gpus() -> list[int]:
-    """The GPU indices assigned to this job (``CUDA_VISIBLE_DEVICES``)."""
-    text = _variable("CUDA_VISIBLE_DEVICES")
+    """The node's indices of the GPUs assigned to this job. (``CUDA_VISIBLE_DEVICES`` names
+    the same devices, by UUID on a real host; ``gpu_uuids()`` has those.)"""
+    text = _variable("ALLOT_GPU_INDICES")
     return [int(i) for i in text.split(",") if i]
+
+
+def gpu_uuids() -> list[str]:
+    """The UUIDs of the devices assigned to this job (GPU-… or MIG-…); empty where the node
+    does not know them (a simulated node)."""
+    return [u for u in _variable("ALLOT_GPU_UUIDS").split(",") if u]
 
 
 def should_stop() -> bool:
@@ -124,6 +131,7 @@ __all__ = [
     "attempt",
     "checkpoint_dir",
     "checkpoints",
+    "gpu_uuids",
     "install_stop_handler",
     "job_id",
     "resume",

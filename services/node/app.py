@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import os
 import signal
 import socket
 from pathlib import Path
@@ -27,25 +28,33 @@ from allot.bus.tracing import JobTraces
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import (
     Event,
-    GpuInfo,
     JobCancelled,
     JobCheckpointed,
     JobExited,
     JobStarted,
     NodeRegistered,
 )
-from allot.proto.subjects import heartbeat
+from allot.proto.subjects import heartbeat, samples
+from allot.proto.telemetry import Heartbeat, Samples
 from allot.services.node import process
+from allot.services.node.gpuwatch import GpuWatch
+from allot.services.node.nvml import Gpus, Inventory, Unavailable
 from allot.services.node.process import JobDir
+from allot.services.node.simnvml import FaultFile, simulated_host
 from allot.services.runtime import Clock, event_span, follow_state, stamp
 
 log = logging.getLogger("allot.node")
 
+SIMULATED_CPUS = 64
+SIMULATED_MEMORY_MIB = 1 << 20
 
-class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
-    node_id: str
-    at: int
-    running: int
+
+class Host(msgspec.Struct, frozen=True, kw_only=True):
+    """What a node offers besides its GPUs."""
+
+    cpus: int = 0
+    memory_mib: int = 0
+    labels: dict[str, str] = {}
 
 
 class NodeAgent:
@@ -53,16 +62,21 @@ class NodeAgent:
         self,
         events: EventLog,
         node_id: str,
-        inventory: "NodeInventory",
+        host: Host,
+        gpus: GpuWatch,
         work_dir: Path,
         heartbeat_s: float = 1.0,
         stop_grace_s: float = 10.0,
         clock: Clock | None = None,
         checkpoint_root: Path | None = None,
+        sample_s: float = 10.0,
     ):
         self.events = events
         self.node_id = node_id
-        self.inventory = inventory
+        self.host = host
+        self.gpus = gpus
+        self.inventory: Inventory | None = None  # read as the agent starts
+        self.sample_s = sample_s
         self.work_dir = work_dir
         self.checkpoint_root = checkpoint_root or work_dir / "checkpoints"
         self.heartbeat_s = heartbeat_s
@@ -75,33 +89,66 @@ class NodeAgent:
         self._lost_registration: int | None = None  # registration a loss was answered for
 
     async def run(self) -> None:
+        try:
+            self.inventory = await self.gpus.open()
+        except Unavailable as error:
+            log.error("%s; pass --gpus N to simulate N GPUs", error)
+            raise SystemExit(2) from None
+        self._uuids = {gpu.index: gpu.uuid for gpu in self.inventory.gpus}
         await self._register()
-        loops = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._checkpoints())]
+        loops = [
+            asyncio.create_task(loop())
+            for loop in (self._heartbeat, self._checkpoints, self._sample, self.gpus.watch_xids)
+        ]
         try:
             await follow_state(self.events, self.state, self.reconcile, note=self.traces.note)
         finally:
             for loop in loops:
                 loop.cancel()
+            self.gpus.close()
 
     async def _register(self) -> None:
+        assert self.inventory is not None
         registered = NodeRegistered(
             meta=stamp(self.node_id, self.clock),
             node_id=self.node_id,
             hostname=socket.gethostname(),
             gpus=self.inventory.gpus,
-            cpus=self.inventory.cpus,
-            memory_mib=self.inventory.memory_mib,
-            labels=self.inventory.labels,
+            cpus=self.host.cpus,
+            memory_mib=self.host.memory_mib,
+            simulated=self.gpus.simulated,
+            labels=self.host.labels,
             nvlink_islands=self.inventory.nvlink_islands,
+            problems=self.inventory.problems,
         )
         await self.events.append(registered)
 
     async def _heartbeat(self) -> None:
+        """A sign of life with the faults the GPUs show now, however the GPUs answer."""
         while True:
-            beat = Heartbeat(node_id=self.node_id, at=self.clock.now(), running=len(self._watched))
+            faults = []
+            try:
+                faults = await self.gpus.faults()
+            except Exception:
+                log.exception("reading the GPUs' health failed")
+            beat = Heartbeat(
+                node_id=self.node_id, at=self.clock.now(), running=len(self._watched), faults=faults
+            )
             with contextlib.suppress(Exception):
                 await self.events.nc.publish(heartbeat(self.node_id), msgspec.json.encode(beat))
             await asyncio.sleep(self.heartbeat_s)
+
+    async def _sample(self) -> None:
+        """Each GPU's load, outside the log, for the metrics service."""
+        while True:
+            try:
+                taken = Samples(
+                    node_id=self.node_id, at=self.clock.now(), gpus=await self.gpus.samples()
+                )
+                await self.events.nc.publish(samples(self.node_id), msgspec.json.encode(taken))
+            except Exception as error:
+                log.warning("sampling the GPUs failed: %s", error)
+            await asyncio.sleep(self.sample_s)
 
     async def _checkpoints(self) -> None:
         while True:
@@ -122,6 +169,7 @@ class NodeAgent:
     async def reconcile(self) -> None:
         mine = self._mine()
         node = self.state.nodes.get(self.node_id)
+        self.gpus.acknowledge(node)
         if node is not None and node.lost and self._lost_registration != node.registered_at:
             # Declared lost while alive (a stall, a partition): the log has already ended or
             # requeued this node's jobs, so their processes are killed below; then the node
@@ -263,7 +311,7 @@ class NodeAgent:
                 return
             if watch.pid is None:
                 try:
-                    handle = await process.launch(job, job_dir, self._gang_env(job))
+                    handle = await process.launch(job, job_dir, self._job_env(job))
                 except (OSError, ValueError) as error:
                     await self._report_exit(watch, None, f"could not start: {error}")
                     return
@@ -283,14 +331,16 @@ class NodeAgent:
                 else:
                     self._stop(watch)
             if self.node_id not in job.started_on:
+                gpus = job.placements[self.node_id]
                 started = JobStarted(
                     meta=stamp(self.node_id, self.clock),
                     job_id=job.job_id,
                     node_id=self.node_id,
-                    gpus=job.placements[self.node_id],
+                    gpus=gpus,
                     pid=watch.pid,
                     output_path=str(job_dir.output),
                     attempt=watch.attempt,
+                    gpu_uuids=self._uuids_of(gpus),
                 )
                 await self._append(started, self._msg_id(job.job_id, watch.attempt, "started"))
             code = await process.wait_exit(watch.pid, job_dir, handle)
@@ -333,9 +383,22 @@ class NodeAgent:
     def _msg_id(self, job_id: str, attempt: int, what: str) -> str:
         return f"{job_id}:{attempt}:{self.node_id}:{what}"
 
-    def _gang_env(self, job: JobRecord) -> dict[str, str]:
+    def _uuids_of(self, gpus: list[int]) -> list[str]:
+        """The devices' UUIDs, where every one is known; else none."""
+        uuids = [self._uuids.get(g, "") for g in gpus]
+        return uuids if all(uuids) else []
+
+    def _job_env(self, job: JobRecord) -> dict[str, str]:
         lead = self.state.nodes.get(next(iter(job.placements)))
-        return process.gang_env(job, self.node_id, lead.hostname if lead else "")
+        gpus = job.placements[self.node_id]
+        # CUDA numbers GPUs its own way (fastest first), NVML by PCI bus, and a MIG
+        # instance has no number at all: on a real host the job is shown its devices by
+        # UUID. Simulated devices have nothing behind them, so indices do.
+        uuids = [] if self.gpus.simulated else self._uuids_of(gpus)
+        return {
+            **process.gang_env(job, self.node_id, lead.hostname if lead else ""),
+            **process.device_env(gpus, uuids),
+        }
 
     async def _append(self, event: Event, msg_id: str) -> None:
         """Append until it is stored: a report must not be lost to a passing NATS hiccup.
@@ -383,31 +446,6 @@ class JobWatch:
         self.kill_timer: asyncio.TimerHandle | None = None
 
 
-class NodeInventory(msgspec.Struct, frozen=True, kw_only=True):
-    """What a node offers, as it registers it."""
-
-    gpus: list[GpuInfo]
-    cpus: int = 0
-    memory_mib: int = 0
-    labels: dict[str, str] = {}
-    nvlink_islands: list[list[int]] = []
-
-
-def simulated_inventory(args: argparse.Namespace) -> NodeInventory:
-    gpus = [
-        GpuInfo(index=i, model=args.gpu_model, memory_mib=args.gpu_memory_mib)
-        for i in range(args.gpus)
-    ]
-    labels = dict(item.split("=", 1) for item in args.label)
-    return NodeInventory(
-        gpus=gpus,
-        cpus=args.cpus,
-        memory_mib=args.memory_mib,
-        labels=labels,
-        nvlink_islands=parse_islands(args.nvlink_islands, args.gpus),
-    )
-
-
 def parse_islands(text: str | None, gpus: int) -> list[list[int]]:
     """``"0-3,4-7"`` -> [[0, 1, 2, 3], [4, 5, 6, 7]]; none given: one island of all GPUs."""
     if not text:
@@ -425,14 +463,45 @@ def parse_islands(text: str | None, gpus: int) -> list[list[int]]:
     return islands
 
 
+def gpus_of(args: argparse.Namespace) -> GpuWatch:
+    """Simulated GPUs where ``--gpus`` says how many; else this host's, through NVML."""
+    if args.gpus is None:
+        return GpuWatch(Gpus(), simulated=False)
+    nvml = simulated_host(
+        args.node_id,
+        args.gpus,
+        args.gpu_model,
+        args.gpu_memory_mib,
+        parse_islands(args.nvlink_islands, args.gpus),
+    )
+    faults = FaultFile(args.simulated_faults, nvml) if args.simulated_faults else None
+    return GpuWatch(Gpus(nvml), simulated=True, fault_file=faults)
+
+
+def host_of(args: argparse.Namespace) -> Host:
+    """The CPUs and memory given; else a simulated node's defaults, or this host's."""
+    if args.gpus is not None:
+        cpus, memory = SIMULATED_CPUS, SIMULATED_MEMORY_MIB
+    else:
+        cpus = len(os.sched_getaffinity(0))
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    return Host(
+        cpus=args.cpus if args.cpus is not None else cpus,
+        memory_mib=args.memory_mib if args.memory_mib is not None else memory,
+        labels=dict(item.split("=", 1) for item in args.label),
+    )
+
+
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
     agent = NodeAgent(
         events,
         node_id=args.node_id,
-        inventory=simulated_inventory(args),
+        host=host_of(args),
+        gpus=gpus_of(args),
         work_dir=args.work_dir,
         heartbeat_s=args.heartbeat,
         stop_grace_s=args.stop_grace,
         checkpoint_root=args.checkpoint_root,
+        sample_s=args.sample_interval,
     )
     await agent.run()

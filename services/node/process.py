@@ -50,7 +50,6 @@ def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
     ``--nproc-per-node`` would), ranked from ``ALLOT_NODE_RANK``, meeting at the lead host."""
     gpus = job.placements[node_id]
     return {
-        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
         "ALLOT_JOB_ID": job.job_id,
         "ALLOT_NODE_ID": node_id,
         "ALLOT_ATTEMPT": str(job.attempts),
@@ -61,6 +60,17 @@ def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
         "ALLOT_GPUS_PER_WORKER": str(job.spec.gpus),
         # An elastic job is one worker, however many GPUs it was given.
         "ALLOT_LOCAL_WORKERS": str(1 if job.spec.max_gpus else len(gpus) // job.spec.gpus),
+    }
+
+
+def device_env(gpus: list[int], uuids: list[str]) -> dict[str, str]:
+    """Which devices the job's process sees: by UUID where given (as CUDA_VISIBLE_DEVICES
+    takes them, MIG instances included), else by index."""
+    indices = ",".join(str(g) for g in gpus)
+    return {
+        "CUDA_VISIBLE_DEVICES": ",".join(uuids) if uuids else indices,
+        "ALLOT_GPU_INDICES": indices,
+        "ALLOT_GPU_UUIDS": ",".join(uuids),
     }
 
 

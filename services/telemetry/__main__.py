@@ -7,4 +7,11 @@ parser = argparse.ArgumentParser(prog="allot-telemetry")
 parser.add_argument(
     "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
 )
+parser.add_argument(
+    "--recover-after",
+    type=float,
+    default=60.0,
+    help="seconds a GPU must be free of a passing fault (a slowdown, a pending remap) "
+    "before it takes work again",
+)
 run_service("telemetry", parser, serve)

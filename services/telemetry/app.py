@@ -1,46 +1,134 @@
-"""Liveness uses this process's monotonic clock; only the transition (``NodeLost``) enters
-the log. A node that registers (again) starts with a full timeout, and so does every node
-when this process is back on the bus or from a stall of its own, or when most of the cluster
-is heard again after falling silent together (``allot.core.liveness``, docs/adr/0012)."""
+"""Node liveness and health. Only transitions enter the log.
+
+Liveness uses this process's monotonic clock (``NodeLost``). A node that registers (again)
+starts with a full timeout, and so does every node when this process is back on the bus or
+from a stall of its own, or when most of the cluster is heard again after falling silent
+together (``allot.core.liveness``, docs/adr/0012).
+
+Health: each heartbeat carries the faults its node's GPUs show; ``allot.core.gpuhealth``
+says which transitions they call for (``NodeHealthChanged`` per GPU, and ``NodeCordoned``
+with a drain where the host is suspect), docs/adr/0017. Each is appended under a message
+id derived from the node's record, so a heartbeat judged twice, or by two telemetry
+services, records it once.
+"""
 
 import argparse
 import asyncio
 import logging
 
+import msgspec
 from nats.aio.msg import Msg
 
 from allot.bus.eventlog import EventLog
-from allot.core import Hearing, Silence, State, judge_silence
-from allot.proto.events import NodeLost
+from allot.core import Hearing, Silence, State, gpuhealth, judge_silence
+from allot.proto.events import Event, NodeCordoned, NodeHealthChanged, NodeLost
 from allot.proto.subjects import HEARTBEATS
+from allot.proto.telemetry import HEARTBEAT_DECODER, GpuFault
 from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.stats import HEARTBEATS_REFUSED, Counts
 
 log = logging.getLogger("allot.telemetry")
+HEALTH_EVERY_S = 1.0
 
 
 class Telemetry:
-    def __init__(self, events: EventLog, node_timeout_s: float, clock: Clock | None = None):
+    def __init__(
+        self,
+        events: EventLog,
+        node_timeout_s: float,
+        clock: Clock | None = None,
+        recover_s: float = gpuhealth.RECOVER_NS / 1e9,
+    ):
         self.events = events
         self.timeout_s = node_timeout_s
+        self.recover_ns = int(recover_s * 1e9)
         self.clock = clock or Clock()
         self.state = State()
+        self.counts = Counts("telemetry")
         self._last_seen: dict[str, float] = {}  # node id -> monotonic time of last sign of life
         self._last_seen_ns: dict[str, int] = {}  # node id -> wall clock of the same
         self._registered_at: dict[str, int] = {}
         self._hearing = listening(self.clock.monotonic())
         self._reconnects = events.nc.stats["reconnects"]
         self._held: tuple[str, ...] = ()
+        self._faults: dict[str, list[GpuFault]] = {}  # node id -> what its last heartbeat said
+        self._clear_since: dict[str, dict[int | None, int]] = {}
 
     async def run(self) -> None:
         await self.events.nc.subscribe(HEARTBEATS, cb=self._on_heartbeat)
         await asyncio.gather(
-            follow_state(self.events, self.state, self._note_registrations), self._watch()
+            follow_state(self.events, self.state, self._note_registrations),
+            self._watch(),
+            self._judge_health(),
+            self.counts.send_every(self.events.nc),
         )
 
     async def _on_heartbeat(self, msg: Msg) -> None:
         node_id = msg.subject.rsplit(".", 1)[-1]
         self._last_seen[node_id] = self.clock.monotonic()
         self._last_seen_ns[node_id] = self.clock.now()
+        # The subject is the proof of the sender (only that node may publish on it); a body
+        # that cannot be read is still a sign of life, but says nothing of health.
+        try:
+            beat = HEARTBEAT_DECODER.decode(msg.data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            self.counts.add(HEARTBEATS_REFUSED)
+            log.debug("heartbeat of %s not read: %s", node_id, error)
+            return
+        if beat.node_id != node_id:
+            self.counts.add(HEARTBEATS_REFUSED)
+            return
+        if node_id in self.state.nodes:  # else its registration is still to be read
+            self._faults[node_id] = beat.faults
+
+    async def _judge_health(self) -> None:
+        while True:
+            await asyncio.sleep(HEALTH_EVERY_S)
+            reports, self._faults = self._faults, {}
+            for node_id, faults in sorted(reports.items()):
+                try:
+                    await self._judge(node_id, faults)
+                except Exception as error:  # the next heartbeat is judged again
+                    log.warning("recording the health of %s failed (%r)", node_id, error)
+
+    async def _judge(self, node_id: str, faults: list[GpuFault]) -> None:
+        node = self.state.nodes.get(node_id)
+        if node is None or node.lost:
+            return
+        judgment = gpuhealth.judge(
+            node,
+            faults,
+            now=self.clock.now(),
+            clear_since=self._clear_since.get(node_id, {}),
+            recover_ns=self.recover_ns,
+        )
+        self._clear_since[node_id] = judgment.clear_since
+        event: Event
+        for change in judgment.changes:
+            event = NodeHealthChanged(
+                meta=stamp("telemetry", self.clock),
+                node_id=node_id,
+                healthy=change.healthy,
+                reason=change.reason,
+                gpu=change.gpu,
+                fault=change.fault,  # type: ignore[arg-type]
+            )
+            direction = "up" if change.healthy else "down"
+            device = "node" if change.gpu is None else change.gpu
+            await self.events.append(
+                event, msg_id=f"health:{node_id}:{device}:{direction}:{node.health_changes}"
+            )
+            log.warning("node %s, %s: %s", node_id, _device(change.gpu), change.reason)
+        if judgment.cordon is not None:
+            event = NodeCordoned(
+                meta=stamp("telemetry", self.clock),
+                node_id=node_id,
+                drain=True,
+                reason=judgment.cordon,
+                by="telemetry",
+            )
+            await self.events.append(event, msg_id=f"suspect:{node_id}:{node.drains}")
+            log.warning("node %s is suspect (%s): cordoned, draining", node_id, judgment.cordon)
 
     async def _note_registrations(self) -> None:
         for node in self.state.nodes.values():
@@ -120,5 +208,9 @@ def listening(since: float) -> Hearing:
     return Hearing(since=since, looked=since)
 
 
+def _device(gpu: int | None) -> str:
+    return "the node" if gpu is None else f"GPU {gpu}"
+
+
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await Telemetry(events, args.node_timeout).run()
+    await Telemetry(events, args.node_timeout, recover_s=args.recover_after).run()

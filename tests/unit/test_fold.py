@@ -396,6 +396,14 @@ events = st.one_of(
         st.sampled_from(NODES),
         st.booleans(),
     ),
+    st.builds(
+        lambda n, h, g: NodeHealthChanged(
+            meta=b.meta(), node_id=n, healthy=h, reason="r", gpu=g, fault="ecc_uncorrected"
+        ),
+        st.sampled_from(NODES),
+        st.booleans(),
+        st.integers(0, 3),
+    ),
     st.builds(lambda n: NodeCordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
     st.builds(lambda n: NodeUncordoned(meta=b.meta(), node_id=n), st.sampled_from(NODES)),
     st.builds(lambda n, g: b.node(n, g), st.sampled_from(NODES), st.integers(1, 4)),

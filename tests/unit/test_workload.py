@@ -12,11 +12,14 @@ def test_the_job_reads_what_the_agent_set(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("ALLOT_JOB_ID", "j-1")
     monkeypatch.setenv("ALLOT_ATTEMPT", "2")
     monkeypatch.setenv("ALLOT_CHECKPOINT_DIR", str(tmp_path))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-a,MIG-b")
+    monkeypatch.setenv("ALLOT_GPU_INDICES", "4,9")
+    monkeypatch.setenv("ALLOT_GPU_UUIDS", "GPU-a,MIG-b")
     assert workload.job_id() == "j-1"
     assert workload.attempt() == 2
     assert workload.checkpoint_dir() == tmp_path
-    assert workload.visible_gpus() == [4, 5]
+    assert workload.visible_gpus() == [4, 9]
+    assert workload.gpu_uuids() == ["GPU-a", "MIG-b"]
 
 
 def test_outside_allot_the_error_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,334 @@
+"""A host's GPUs as NVML sees them: the inventory a node registers, the faults it reports
+in its heartbeats, and samples of each GPU's load (docs/adr/0017).
+
+``Gpus`` reads any object with pynvml's function surface: the real ``pynvml`` module
+(``nvidia-ml-py``) on a GPU host, ``allot.services.node.simnvml.SimulatedNvml`` everywhere
+else. Errors and constants are always pynvml's own, so both raise the same exceptions.
+
+Every NVML call goes through ``_ask``: a feature a GPU does not have (``NotSupported``, no
+permission, an old driver without the function) is an unknown, never a guess of zero; a
+GPU that is lost is a fault; any other failure of one GPU is reported as that GPU
+answering nothing, and the others go on.
+
+Devices are the node's slots work is placed on: a GPU without MIG keeps NVML's index; the
+MIG instances of a GPU in MIG mode are numbered after the last GPU (the GPU itself is not
+offered then). NVLink islands are worked out from the links' far ends: GPUs linked to each
+other, or to the same NVSwitch, share an island.
+"""
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+import pynvml
+
+from allot.proto.events import GpuInfo
+from allot.proto.telemetry import GpuFault, GpuSample
+
+log = logging.getLogger("allot.node.nvml")
+
+T = TypeVar("T")
+MIB = 1 << 20
+# NVML answers these when a GPU or its driver lacks a feature: nothing is known of it.
+_UNKNOWN = (
+    pynvml.NVMLError_NotSupported,
+    pynvml.NVMLError_NoPermission,
+    pynvml.NVMLError_FunctionNotFound,
+    pynvml.NVMLError_NotFound,
+    pynvml.NVMLError_InvalidArgument,
+)
+THERMAL = pynvml.nvmlClocksEventReasonHwSlowdown | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+POWER = pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
+
+
+class Unavailable(Exception):
+    """No GPUs can be read on this host: NVML is missing, or the driver is not loaded."""
+
+
+class GpuLost(Exception):
+    pass
+
+
+class Unanswered(Exception):
+    pass
+
+
+class Device(msgspec.Struct, kw_only=True):
+    """One slot: a whole GPU or one MIG instance, and the GPU it is on."""
+
+    slot: int
+    gpu: int  # NVML's index of the physical GPU
+    uuid: str
+    handle: Any
+    mig_instance: int | None = None  # a MIG instance's GPU instance id
+
+
+class Inventory(msgspec.Struct, frozen=True, kw_only=True):
+    gpus: list[GpuInfo]
+    nvlink_islands: list[list[int]]
+    problems: list[str]  # what could not be learnt, one line each
+    driver: str = ""
+
+
+def _ask(call: Callable[..., T], *args: Any) -> T | None:
+    """One NVML call: its answer, or None where the GPU lacks the feature."""
+    try:
+        return call(*args)
+    except _UNKNOWN:
+        return None
+    except pynvml.NVMLError_GpuIsLost as error:
+        raise GpuLost(str(error)) from None
+    except pynvml.NVMLError as error:
+        raise Unanswered(str(error)) from None
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Gpus:
+    """The GPUs of this host through ``nvml``; ``open`` before anything else."""
+
+    def __init__(self, nvml: Any = pynvml):
+        self.nvml = nvml
+        self.devices: list[Device] = []
+        self._by_gpu: dict[int, list[Device]] = {}  # physical GPU -> its slots
+        self._handles: dict[int, Any] = {}  # physical GPU -> handle, where it answered
+        self._gpu_of: dict[str, int] = {}  # physical GPU's UUID -> its index
+        self._unanswered: dict[int, str] = {}  # physical GPU -> what it said
+        self._events: Any = None
+
+    def open(self) -> None:
+        try:
+            self.nvml.nvmlInit()
+        except pynvml.NVMLError as error:
+            raise Unavailable(f"NVML cannot be used on this host: {error}") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(pynvml.NVMLError):
+            if self._events is not None:
+                self.nvml.nvmlEventSetFree(self._events)
+            self.nvml.nvmlShutdown()
+
+    # --- inventory ---
+
+    def inventory(self) -> Inventory:
+        nvml = self.nvml
+        gpus: list[GpuInfo] = []
+        problems: list[str] = []
+        count = nvml.nvmlDeviceGetCount()
+        buses: dict[int, str] = {}
+        mig_slot = count
+        self.devices, self._by_gpu, self._handles, self._unanswered = [], {}, {}, {}
+        self._gpu_of = {}
+        for index in range(count):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                uuid = _text(_ask(nvml.nvmlDeviceGetUUID, handle) or "")
+                name = _text(_ask(nvml.nvmlDeviceGetName, handle) or "")
+                memory = _ask(nvml.nvmlDeviceGetMemoryInfo, handle)
+                pci = _ask(nvml.nvmlDeviceGetPciInfo, handle)
+                if not uuid or not name or memory is None:
+                    raise Unanswered("no UUID, name or memory size")
+                mig = _ask(nvml.nvmlDeviceGetMigMode, handle)
+            except (pynvml.NVMLError, GpuLost, Unanswered) as error:
+                self._unanswered[index] = str(error)
+                problems.append(f"GPU {index} answers nothing: {error}")
+                continue
+            self._handles[index] = handle
+            self._gpu_of[uuid] = index
+            bus = _text(pci.busId).lower() if pci is not None else ""
+            buses[index] = bus
+            if mig is not None and mig[0] == pynvml.NVML_DEVICE_MIG_ENABLE:
+                instances = self._mig_instances(index, handle, bus, mig_slot, problems)
+                gpus += instances
+                mig_slot += len(instances)
+                continue
+            device = Device(slot=index, gpu=index, uuid=uuid, handle=handle)
+            self._add(device)
+            gpus.append(
+                GpuInfo(
+                    index=index,
+                    model=name,
+                    memory_mib=memory.total // MIB,
+                    uuid=uuid,
+                    pci_bus_id=bus,
+                )
+            )
+        islands = self._islands(buses, {g.index for g in gpus if g.parent is None})
+        driver = ""
+        with contextlib.suppress(pynvml.NVMLError):
+            driver = _text(nvml.nvmlSystemGetDriverVersion())
+        return Inventory(gpus=gpus, nvlink_islands=islands, problems=problems, driver=driver)
+
+    def _mig_instances(
+        self, index: int, handle: Any, bus: str, first_slot: int, problems: list[str]
+    ) -> list[GpuInfo]:
+        nvml = self.nvml
+        found: list[GpuInfo] = []
+        for position in range(_ask(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+            try:
+                mig = _ask(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, position)
+                if mig is None:
+                    continue  # no instance in this position
+                uuid = _text(_ask(nvml.nvmlDeviceGetUUID, mig) or "")
+                name = _text(_ask(nvml.nvmlDeviceGetName, mig) or "")
+                memory = _ask(nvml.nvmlDeviceGetMemoryInfo, mig)
+                instance = _ask(nvml.nvmlDeviceGetGpuInstanceId, mig)
+            except (GpuLost, Unanswered) as error:
+                problems.append(f"GPU {index}: MIG instance {position} answers nothing: {error}")
+                continue
+            if not uuid or not name or memory is None:
+                problems.append(f"GPU {index}: MIG instance {position} has no UUID, name or size")
+                continue
+            slot = first_slot + len(found)
+            self._add(Device(slot=slot, gpu=index, uuid=uuid, handle=mig, mig_instance=instance))
+            found.append(
+                GpuInfo(
+                    index=slot,
+                    model=name,
+                    memory_mib=memory.total // MIB,
+                    uuid=uuid,
+                    pci_bus_id=bus,
+                    parent=index,
+                )
+            )
+        if not found:
+            problems.append(f"GPU {index} is in MIG mode with no instances: nothing to offer")
+        return found
+
+    def _add(self, device: Device) -> None:
+        self.devices.append(device)
+        self._by_gpu.setdefault(device.gpu, []).append(device)
+
+    def _islands(self, buses: dict[int, str], whole: set[int]) -> list[list[int]]:
+        """Whole GPUs joined by NVLink, directly or through an NVSwitch, as islands."""
+        parent: dict[str, str] = {}
+
+        def root(key: str) -> str:
+            while parent.setdefault(key, key) != key:
+                key = parent[key]
+            return key
+
+        for index in sorted(whole):
+            handle = self._handles[index]
+            for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
+                try:
+                    state = _ask(self.nvml.nvmlDeviceGetNvLinkState, handle, link)
+                    if state != pynvml.NVML_FEATURE_ENABLED:
+                        continue
+                    remote = _ask(self.nvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link)
+                except (GpuLost, Unanswered):
+                    break
+                if remote is not None:
+                    parent[root(f"gpu:{buses[index]}")] = root(f"gpu:{_text(remote.busId).lower()}")
+        groups: dict[str, list[int]] = {}
+        for index in sorted(whole):
+            groups.setdefault(root(f"gpu:{buses[index]}"), []).append(index)
+        return sorted(groups.values())
+
+    # --- health ---
+
+    def faults(self) -> list[GpuFault]:
+        """The faults the GPUs show now: conditions read afresh, not remembered events."""
+        found: list[GpuFault] = []
+        for index, error in sorted(self._unanswered.items()):
+            found.append(GpuFault(gpu=None, kind="unanswered", detail=f"GPU {index}: {error}"))
+        for index, handle in sorted(self._handles.items()):
+            try:
+                conditions = self._conditions(handle)
+            except GpuLost as error:
+                conditions = [("gpu_lost", f"NVML: {error}")]
+            except Unanswered as error:
+                conditions = [("gpu_lost", f"answers nothing: {error}")]
+            for kind, detail in conditions:
+                found += [
+                    GpuFault(gpu=device.slot, kind=kind, detail=detail)  # type: ignore[arg-type]
+                    for device in self._by_gpu.get(index, [])
+                ]
+        return found
+
+    def _conditions(self, handle: Any) -> list[tuple[str, str]]:
+        nvml = self.nvml
+        found = []
+        uncorrected = _ask(
+            nvml.nvmlDeviceGetTotalEccErrors,
+            handle,
+            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            pynvml.NVML_VOLATILE_ECC,
+        )
+        if uncorrected:
+            found.append(("ecc_uncorrected", f"{uncorrected} uncorrected ECC errors since reset"))
+        if _ask(nvml.nvmlDeviceGetRetiredPagesPendingStatus, handle) == pynvml.NVML_FEATURE_ENABLED:
+            found.append(("retired_pages_pending", "memory pages wait to be retired: reset it"))
+        remapped = _ask(nvml.nvmlDeviceGetRemappedRows, handle)
+        if remapped is not None:
+            _, _, pending, failed = remapped
+            if failed:
+                found.append(("row_remap_failed", "a memory row could not be remapped"))
+            elif pending:
+                found.append(("row_remap_pending", "memory rows wait to be remapped: reset it"))
+        reasons = _ask(nvml.nvmlDeviceGetCurrentClocksEventReasons, handle) or 0
+        if reasons & THERMAL:
+            found.append(("thermal_slowdown", "clocks slowed by the hardware (temperature)"))
+        if reasons & POWER:
+            found.append(("power_slowdown", "clocks slowed by the power brake"))
+        return found
+
+    def watch_events(self) -> None:
+        """Register for critical XID events on every GPU that has them."""
+        self._events = self.nvml.nvmlEventSetCreate()
+        for index, handle in sorted(self._handles.items()):
+            try:
+                self.nvml.nvmlDeviceRegisterEvents(
+                    handle, pynvml.nvmlEventTypeXidCriticalError, self._events
+                )
+            except pynvml.NVMLError as error:
+                log.warning("GPU %d reports no XID events: %s", index, error)
+
+    def wait_event(self, timeout_ms: int) -> list[GpuFault]:
+        """Block until an XID event arrives or the time is up: run it in a thread."""
+        try:
+            data = self.nvml.nvmlEventSetWait_v2(self._events, timeout_ms)
+        except pynvml.NVMLError_Timeout:
+            return []
+        if data.eventType != pynvml.nvmlEventTypeXidCriticalError:
+            return []
+        uuid = _text(_ask(self.nvml.nvmlDeviceGetUUID, data.device) or "")
+        # The event names the physical GPU; on a GPU in MIG mode, also the instance.
+        devices = self._by_gpu.get(self._gpu_of.get(uuid, -1), [])
+        instance = [d for d in devices if d.mig_instance == data.gpuInstanceId]
+        devices = instance or devices
+        detail = f"XID {data.eventData}"
+        return [
+            GpuFault(gpu=device.slot, kind="xid", detail=detail, xid=int(data.eventData))
+            for device in devices
+        ]
+
+    # --- samples ---
+
+    def samples(self) -> list[GpuSample]:
+        taken = []
+        for device in self.devices:
+            parent = self._handles[device.gpu]
+            try:
+                taken.append(self._sample(device, parent))
+            except (GpuLost, Unanswered):
+                taken.append(GpuSample(gpu=device.slot))
+        return taken
+
+    def _sample(self, device: Device, parent: Any) -> GpuSample:
+        nvml = self.nvml
+        rates = _ask(nvml.nvmlDeviceGetUtilizationRates, device.handle)
+        memory = _ask(nvml.nvmlDeviceGetMemoryInfo, device.handle)
+        temperature = _ask(nvml.nvmlDeviceGetTemperature, parent, pynvml.NVML_TEMPERATURE_GPU)
+        milliwatts = _ask(nvml.nvmlDeviceGetPowerUsage, parent)
+        return GpuSample(
+            gpu=device.slot,
+            utilization=rates.gpu if rates is not None else None,
+            memory_used_mib=memory.used // MIB if memory is not None else None,
+            temperature_c=temperature,
+            power_w=milliwatts / 1000 if milliwatts is not None else None,
+        )

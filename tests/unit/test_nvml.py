@@ -1,0 +1,219 @@
+"""The NVML inventory, health and samples, driven through simulated GPUs that answer
+pynvml's function surface (and raise its errors)."""
+
+import pynvml
+import pytest
+
+from allot.core.gpuhealth import counts
+from allot.proto.telemetry import GpuFault
+from allot.services.node.nvml import Gpus, Unavailable
+from allot.services.node.simnvml import SimGpu, SimMig, SimulatedNvml, simulated_host
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def gpu(index: int, *, links: list[str] | None = None, **fields: object) -> SimGpu:
+    return SimGpu(
+        name=H100,
+        memory_mib=81559,
+        uuid=f"GPU-{index:04d}",
+        bus_id=f"00000000:{0x18 + index:02X}:00.0",
+        links=links or [],
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def opened(gpus: list[SimGpu]) -> Gpus:
+    found = Gpus(SimulatedNvml(gpus))
+    found.open()
+    return found
+
+
+def test_two_nvswitch_islands_and_direct_links_are_found_from_the_links_far_ends() -> None:
+    switch_a, switch_b = "00000000:C0:00.0", "00000000:C1:00.0"
+    gpus = [gpu(i, links=[switch_a, switch_a]) for i in range(4)]
+    gpus += [gpu(i, links=[switch_b]) for i in range(4, 8)]
+    # Two more joined by a bridge (each names the other), and one with no NVLink at all.
+    gpus += [gpu(8, links=[gpus_bus(9)]), gpu(9, links=[gpus_bus(8)]), gpu(10)]
+    inventory = opened(gpus).inventory()
+    assert inventory.nvlink_islands == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9], [10]]
+    assert [g.index for g in inventory.gpus] == list(range(11))
+    first = inventory.gpus[0]
+    assert (first.model, first.memory_mib, first.uuid) == (H100, 81559, "GPU-0000")
+    assert first.pci_bus_id == "00000000:18:00.0".lower()
+    assert first.parent is None
+    assert inventory.problems == []
+
+
+def gpus_bus(index: int) -> str:
+    return f"00000000:{0x18 + index:02X}:00.0"
+
+
+def test_mig_instances_are_devices_of_their_own_after_the_whole_gpus() -> None:
+    profile = f"{H100} MIG 1g.10gb"
+    instances = [
+        SimMig(name=profile, memory_mib=9856, uuid=f"MIG-{n}", gpu_instance_id=7 + n)
+        for n in range(3)
+    ]
+    inventory = opened([gpu(0, mig=instances), gpu(1)]).inventory()
+    assert [(g.index, g.model, g.uuid, g.parent) for g in inventory.gpus] == [
+        (2, profile, "MIG-0", 0),
+        (3, profile, "MIG-1", 0),
+        (4, profile, "MIG-2", 0),
+        (1, H100, "GPU-0001", None),
+    ]
+    assert all(g.memory_mib == 9856 for g in inventory.gpus[:3])
+    # A MIG instance shares NVLink with nothing: islands name only whole GPUs.
+    assert inventory.nvlink_islands == [[1]]
+
+
+def test_a_gpu_in_mig_mode_without_instances_is_reported_not_offered() -> None:
+    inventory = opened([gpu(0, mig=[]), gpu(1)]).inventory()
+    assert [g.index for g in inventory.gpus] == [1]
+    assert inventory.problems == ["GPU 0 is in MIG mode with no instances: nothing to offer"]
+
+
+def test_features_a_gpu_lacks_are_unknowns_never_faults_or_zeros() -> None:
+    lacking = {
+        "nvmlDeviceGetNvLinkState",
+        "nvmlDeviceGetMigMode",
+        "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetRetiredPagesPendingStatus",
+        "nvmlDeviceGetRemappedRows",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetUtilizationRates",
+    }
+    found = opened([gpu(0, links=["00000000:C0:00.0"], unsupported=lacking, temperature_c=51)])
+    inventory = found.inventory()
+    assert [g.index for g in inventory.gpus] == [0]
+    assert inventory.nvlink_islands == [[0]]
+    assert found.faults() == []
+    [sample] = found.samples()
+    assert (sample.utilization, sample.power_w, sample.temperature_c) == (None, None, 51)
+    assert sample.memory_used_mib == 0
+
+
+def test_a_gpu_that_answers_nothing_is_reported_and_the_others_are_offered() -> None:
+    broken = gpu(1, unsupported={"nvmlDeviceGetName", "nvmlDeviceGetUUID"})
+    found = opened([gpu(0), broken, gpu(2, lost=True)])
+    inventory = found.inventory()
+    assert [g.index for g in inventory.gpus] == [0]
+    assert inventory.problems == [
+        "GPU 1 answers nothing: no UUID, name or memory size",
+        "GPU 2 answers nothing: GPU is lost",
+    ]
+    faults = found.faults()
+    assert [(f.gpu, f.kind) for f in faults] == [(None, "unanswered"), (None, "unanswered")]
+    assert "GPU 2" in faults[1].detail
+
+
+def test_conditions_are_read_afresh_each_time() -> None:
+    gpus = [gpu(0), gpu(1), gpu(2), gpu(3)]
+    found = opened(gpus)
+    found.inventory()
+    assert found.faults() == []
+    gpus[1].ecc_uncorrected = 2  # the counter rises
+    gpus[2].row_remap_pending = True
+    gpus[3].clocks_event_reasons = pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    assert [(f.gpu, f.kind) for f in found.faults()] == [
+        (1, "ecc_uncorrected"),
+        (2, "row_remap_pending"),
+        (3, "thermal_slowdown"),
+    ]
+    assert "2 uncorrected ECC errors" in found.faults()[0].detail
+    gpus[3].clocks_event_reasons = 0
+    gpus[2].row_remap_pending, gpus[2].row_remap_failed = False, True
+    assert [(f.gpu, f.kind) for f in found.faults()] == [
+        (1, "ecc_uncorrected"),
+        (2, "row_remap_failed"),
+    ]
+
+
+def test_a_gpu_lost_after_the_inventory_is_a_fault_of_each_of_its_devices() -> None:
+    instances = [SimMig(name="m", memory_mib=1, uuid=f"MIG-{n}", gpu_instance_id=n) for n in (1, 2)]
+    gpus = [gpu(0), gpu(1, mig=instances)]
+    found = opened(gpus)
+    found.inventory()
+    gpus[1].lost = True
+    assert [(f.gpu, f.kind) for f in found.faults()] == [(2, "gpu_lost"), (3, "gpu_lost")]
+    [healthy, first, second] = found.samples()
+    assert healthy.temperature_c == 35
+    assert first.temperature_c is None
+    assert second.temperature_c is None
+
+
+def test_an_xid_arriving_while_a_job_runs_names_its_device() -> None:
+    nvml = SimulatedNvml([gpu(0), gpu(1)])
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+    found.watch_events()
+    assert found.wait_event(10) == []  # nothing yet: the wait times out
+    nvml.inject_xid(1, 79)
+    [fault] = found.wait_event(1000)
+    assert fault == GpuFault(gpu=1, kind="xid", detail="XID 79", xid=79)
+    nvml.inject_xid(0, 13)  # the application's own error
+    [own] = found.wait_event(1000)
+    assert not counts(own)
+
+
+def test_an_xid_of_a_mig_instance_names_that_instance_only() -> None:
+    instances = [SimMig(name="m", memory_mib=1, uuid=f"MIG-{n}", gpu_instance_id=n) for n in (1, 2)]
+    nvml = SimulatedNvml([gpu(0, mig=instances)])
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+    found.watch_events()
+    nvml.inject_xid(0, 48, gpu_instance_id=2)
+    assert [f.gpu for f in found.wait_event(1000)] == [2]
+    nvml.inject_xid(0, 79)  # the whole GPU: each of its instances
+    assert [f.gpu for f in found.wait_event(1000)] == [1, 2]
+
+
+def test_a_simulated_host_has_stable_uuids_and_the_islands_it_was_given() -> None:
+    first = Gpus(simulated_host("n1", 8, "SIM-H100", 1024, [[0, 1, 2, 3], [4, 5], [6], [7]]))
+    again = Gpus(simulated_host("n1", 8, "SIM-H100", 1024, [[0, 1, 2, 3], [4, 5], [6], [7]]))
+    other = Gpus(simulated_host("n2", 8, "SIM-H100", 1024, [list(range(8))]))
+    for found in (first, again, other):
+        found.open()
+    inventory = first.inventory()
+    assert inventory.nvlink_islands == [[0, 1, 2, 3], [4, 5], [6], [7]]
+    assert [g.uuid for g in inventory.gpus] == [g.uuid for g in again.inventory().gpus]
+    assert {g.uuid for g in inventory.gpus}.isdisjoint(g.uuid for g in other.inventory().gpus)
+    assert other.inventory().nvlink_islands == [list(range(8))]
+
+
+def test_without_nvml_the_host_is_said_to_have_none() -> None:
+    """On a machine without the NVIDIA driver the real pynvml cannot load its library;
+    on a GPU host it reads the real inventory."""
+    found = Gpus(pynvml)
+    if not nvml_loads():
+        with pytest.raises(Unavailable, match="NVML cannot be used on this host"):
+            found.open()
+        return
+    found.open()
+    try:
+        assert all(g.uuid for g in found.inventory().gpus)
+    finally:
+        found.close()
+
+
+def nvml_loads() -> bool:
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    pynvml.nvmlShutdown()
+    return True
+
+
+def test_a_failure_of_nvml_itself_is_unavailable_not_a_traceback() -> None:
+    nvml = SimulatedNvml([])
+
+    def refuse() -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+
+    nvml.nvmlInit = refuse  # type: ignore[method-assign]
+    with pytest.raises(Unavailable, match="Driver Not Loaded"):
+        Gpus(nvml).open()
