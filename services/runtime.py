@@ -181,6 +181,7 @@ def run_service(
     nats_url_argument(parser)
     parser.add_argument(
         "--identity",
+        "--creds",
         type=Path,
         default=os.environ.get("ALLOT_IDENTITY"),
         help="the NATS identity file to connect as (default: $ALLOT_IDENTITY; none: a "

@@ -210,6 +210,21 @@ async def cmd_nodes(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_nodes_show(args: argparse.Namespace) -> int:
+    async with await connect(args) as client:
+        state = await client.state()
+    node = state.nodes.get(args.node)
+    if node is None:
+        known = ", ".join(sorted(state.nodes)) or "none"
+        print(f"allot: no node {args.node!r} (nodes: {known})", file=sys.stderr)
+        return 2
+    summary = f"{args.node}: {render.node_state(node)}"
+    if why := render.why_unavailable(node):
+        summary += f" ({why})"
+    emit(args, render.node_view(node), f"{summary}\n{render.gpus_table(node)}")
+    return 0
+
+
 async def cmd_cancel(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
         try:
@@ -610,9 +625,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="also stop its jobs gracefully, each once past its minimum runtime",
     )
     cordon.add_argument("--reason", default="", help="why, for the log")
-    uncordon = nodes_sub.add_parser("uncordon", parents=[common], help="place work on it again")
+    uncordon = nodes_sub.add_parser(
+        "uncordon",
+        parents=[common],
+        help="place work on it again; its recorded GPU faults are cleared (it was repaired)",
+    )
     uncordon.set_defaults(handler=cmd_nodes_uncordon)
     uncordon.add_argument("node")
+    show_node = nodes_sub.add_parser(
+        "show", parents=[common], help="a node's GPUs: UUIDs, MIG, health, who holds each"
+    )
+    show_node.set_defaults(handler=cmd_nodes_show)
+    show_node.add_argument("node")
+    commands.add_parser(
+        "node",
+        help="run this host's node agent, which finds its GPUs through NVML: "
+        "allot node --nats-url URL --identity FILE --work-dir DIR (allot node --help)",
+        add_help=False,
+    )
 
     cancel = add("cancel", cmd_cancel, "cancel a pending or running job")
     cancel.add_argument("job")
@@ -799,7 +829,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_node_agent(argv: list[str]) -> None:
+    """``allot node …`` is this host's node agent, its arguments the agent's: the process
+    becomes the agent, so that a service manager's signals reach it."""
+    os.execv(sys.executable, [sys.executable, "-m", "allot.services.node", *argv])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["node"]:
+        run_node_agent(argv[1:])
     args = build_parser().parse_args(argv)
     tracing.configure("cli")  # where OTEL_* ask for it: a submission's trace begins here
     try:

@@ -171,27 +171,71 @@ def node_view(node: NodeRecord) -> dict[str, Any]:
 def nodes_table(state: State) -> str:
     rows = []
     for node_id, node in sorted(state.nodes.items()):
-        health = "lost" if node.lost else ("healthy" if node.healthy else "unhealthy")
-        if node.cordoned:
-            health += ",cordoned"
         model = node.gpus[0].model if node.gpus else "-"
         jobs = sorted(set(node.allocated.values()))
         islands = " ".join(f"{i[0]}-{i[-1]}" for i in node.nvlink_islands if i) or "-"
         labels = ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())) or "-"
+        faults = " ".join(f"{g}:{f.kind}" for g, f in sorted(node.gpu_faults.items()))
         rows.append(
             [
                 node_id,
-                health,
+                node_state(node),
                 model,
                 len(node.gpus),
                 len(node.free_gpus()),
                 islands,
                 labels,
                 " ".join(jobs) or "-",
+                faults or "-",
+                why_unavailable(node) or "-",
             ]
         )
     headers = ["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "NVLINK", "LABELS", "JOBS"]
-    return table(headers, rows)
+    return table([*headers, "GPU FAULTS", "WHY"], rows)
+
+
+def node_state(node: NodeRecord) -> str:
+    if node.lost:
+        return "lost"
+    state = "healthy" if node.healthy else "unhealthy"
+    if node.draining:
+        state += ",drained" if node.drained else ",draining"
+    elif node.cordoned:
+        state += ",cordoned"
+    return state
+
+
+def why_unavailable(node: NodeRecord) -> str:
+    """What keeps work off the node: its own fault, then its cordon and who asked."""
+    reasons = []
+    if node.fault is not None:
+        reasons.append(node.fault.reason)
+    if node.cordoned:
+        by = f" (by {node.cordoned_by})" if node.cordoned_by else ""
+        reasons.append(f"{'drain' if node.draining else 'cordon'}{by}: {node.cordon_reason or '-'}")
+    return "; ".join(reasons)
+
+
+def gpus_table(node: NodeRecord) -> str:
+    """Each device of one node: what it is, who holds it, and why it takes no work."""
+    rows = []
+    for gpu in node.gpus:
+        fault = node.gpu_faults.get(gpu.index)
+        rows.append(
+            [
+                gpu.index,
+                gpu.model,
+                gpu.memory_mib,
+                gpu.uuid or "-",
+                gpu.pci_bus_id or "-",
+                "-" if gpu.parent is None else gpu.parent,
+                node.allocated.get(gpu.index, "-"),
+                "healthy" if fault is None else f"{fault.kind} since {when(fault.since)}",
+                fault.reason if fault is not None else "-",
+            ]
+        )
+    headers = ["GPU", "MODEL", "MEMORY MIB", "UUID", "PCI BUS", "MIG OF", "JOB", "HEALTH"]
+    return table([*headers, "REASON"], rows)
 
 
 def accounts_table(state: State) -> str:

@@ -29,7 +29,8 @@ from allot.bus.eventlog import EventLog
 from allot.core import JobStatus, State
 from allot.core.owed import global_shares
 from allot.proto.limits import shown
-from allot.proto.subjects import STATS
+from allot.proto.subjects import SAMPLES, STATS
+from allot.proto.telemetry import SAMPLES_DECODER, GpuSample
 from allot.services.runtime import Clock, follow_state
 from allot.services.stats import EVERY_S, KNOWN, MAX_LABEL, MAX_SAMPLES, Sample, Stats
 from allot.sim.metrics import HOUR_S, JobOutcome, compute, wait_percentiles, wait_s
@@ -38,6 +39,8 @@ from allot.sim.outcomes import Outcomes
 log = logging.getLogger("allot.metrics")
 STALE_S = 3 * EVERY_S  # counts not sent again for this long are of an instance that is gone
 MAX_STATS_BYTES = 256 * 1024
+SAMPLES_STALE_S = 60.0  # a node's GPU samples older than this are not served
+MAX_SAMPLES_BYTES = 256 * 1024
 # Submission to start, seconds: from an interactive job's moments to a large gang's hours.
 LATENCY_BUCKETS = (0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400)
 
@@ -51,6 +54,7 @@ class Metrics:
         self.outcomes = Outcomes()
         self.families: list[Metric] = []  # replaced whole: the HTTP thread reads it
         self.reported: dict[tuple[str, str], tuple[float, list[Sample]]] = {}  # by instance
+        self.sampled: dict[str, tuple[float, list[GpuSample]]] = {}  # node -> its GPUs' load
         self._computed_at = float("-inf")
 
     def collect(self) -> Iterator[Metric]:
@@ -62,6 +66,7 @@ class Metrics:
         start_http_server(port, addr=host, registry=registry)
         log.info("serving metrics on http://%s:%d/metrics", host, port)
         await self.events.nc.subscribe(STATS, cb=self._on_stats)
+        await self.events.nc.subscribe(SAMPLES, cb=self._on_samples)
         await follow_state(
             self.events, self.state, self._refresh, self.refresh_s,
             lambda record: self.outcomes.note(self.state, record),
@@ -74,6 +79,23 @@ class Metrics:
             return
         self.reported[(stats.service, stats.instance)] = (self.clock.monotonic(), stats.samples)
 
+    async def _on_samples(self, msg: Msg) -> None:
+        """A node's GPU samples, kept only for a registered node and its own devices: the
+        subject names the node, and only that node may publish on it."""
+        node_id = msg.subject.rsplit(".", 1)[-1]
+        node = self.state.nodes.get(node_id)
+        if node is None or len(msg.data) > MAX_SAMPLES_BYTES:
+            return
+        try:
+            taken = SAMPLES_DECODER.decode(msg.data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            log.debug("ignored GPU samples of %s: %s", node_id, error)
+            return
+        devices = {gpu.index for gpu in node.gpus}
+        if taken.node_id == node_id:
+            mine = [sample for sample in taken.gpus if sample.gpu in devices]
+            self.sampled[node_id] = (self.clock.monotonic(), mine)
+
     async def _refresh(self) -> None:
         if self.clock.monotonic() - self._computed_at < self.refresh_s / 2:
             return  # a burst of events: the tick brings the rest soon enough
@@ -83,8 +105,12 @@ class Metrics:
             if now - at > STALE_S:  # that instance is gone
                 del self.reported[key]
         counted = [samples for _, samples in self.reported.values()]
+        for node_id, (at, _) in list(self.sampled.items()):
+            if now - at > SAMPLES_STALE_S or node_id not in self.state.nodes:
+                del self.sampled[node_id]
+        loads = {node_id: samples for node_id, (_, samples) in self.sampled.items()}
         self.families = [*families(self.state, self.outcomes, self.clock.now()),
-                         *counted_families(counted)]  # fmt: skip
+                         *counted_families(counted), *gpu_load(loads)]  # fmt: skip
         self._computed_at = self.clock.monotonic()
         log.debug("metrics at %d in %.3f s", self.state.seq, time.perf_counter() - began)
 
@@ -195,7 +221,9 @@ def _gpus(state: State) -> GaugeMetricFamily:
             continue
         counts["allocated"] += len(node.allocated)
         idle = len(node.gpus) - len(node.allocated)
-        counts["free" if node.schedulable else "unavailable"] += idle
+        free = len(node.free_gpus()) if node.schedulable else 0  # not a faulty GPU
+        counts["free"] += free
+        counts["unavailable"] += idle - free
     for name, count in sorted(counts.items()):
         family.add_metric([name], count)
     return family
@@ -209,11 +237,40 @@ def _nodes(state: State) -> list[GaugeMetricFamily]:
     cordoned = GaugeMetricFamily(
         "allot_node_cordoned", "1 while no new work is placed on the node.", labels=["node"]
     )
+    gpu_healthy = GaugeMetricFamily(
+        "allot_gpu_healthy",
+        "1 while the GPU takes work; 0 with the fault that keeps it from it.",
+        labels=["node", "gpu", "uuid", "fault"],
+    )
     for node_id, node in sorted(state.nodes.items()):
         up.add_metric([node_id], 0 if node.lost else 1)
         healthy.add_metric([node_id], 1 if node.healthy else 0)
         cordoned.add_metric([node_id], 1 if node.cordoned else 0)
-    return [up, healthy, cordoned]
+        for gpu in node.gpus:
+            fault = node.gpu_faults.get(gpu.index)
+            labels = [node_id, str(gpu.index), gpu.uuid, fault.kind if fault else ""]
+            gpu_healthy.add_metric(labels, 0 if fault else 1)
+    return [up, healthy, cordoned, gpu_healthy]
+
+
+def gpu_load(sampled: dict[str, list[GpuSample]]) -> list[GaugeMetricFamily]:
+    """Each GPU's load, as its node last sampled it (outside the log)."""
+    readings = [
+        ("allot_gpu_utilization_ratio", "Time the GPU was busy, 0 to 1.", "utilization", 0.01),
+        ("allot_gpu_memory_used_bytes", "GPU memory in use.", "memory_used_mib", float(1 << 20)),
+        ("allot_gpu_temperature_celsius", "GPU temperature.", "temperature_c", 1.0),
+        ("allot_gpu_power_watts", "GPU power draw.", "power_w", 1.0),
+    ]
+    found = []
+    for name, doc, field, unit in readings:
+        family = GaugeMetricFamily(name, doc, labels=["node", "gpu"])
+        for node_id, samples in sorted(sampled.items()):
+            for sample in samples:
+                value = getattr(sample, field)
+                if value is not None:
+                    family.add_metric([node_id, str(sample.gpu)], value * unit)
+        found.append(family)
+    return found
 
 
 def _jobs(state: State) -> GaugeMetricFamily:

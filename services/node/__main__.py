@@ -9,7 +9,9 @@ parser = argparse.ArgumentParser(
     description="The node agent: runs the jobs placed on this host. Without --gpus it finds "
     "this host's NVIDIA GPUs through NVML; with it, it simulates that many.",
 )
-parser.add_argument("--node-id", required=True)
+parser.add_argument(
+    "--node-id", help="this node's id (default: its identity's node, else the host's name)"
+)
 parser.add_argument(
     "--gpus", type=int, help="simulate this many GPUs (default: this host's, through NVML)"
 )

@@ -24,6 +24,7 @@ import msgspec
 
 from allot import workload
 from allot.bus.eventlog import EventLog
+from allot.bus.identity import load
 from allot.bus.tracing import JobTraces
 from allot.core import JobRecord, JobStatus, State
 from allot.proto.events import (
@@ -34,7 +35,7 @@ from allot.proto.events import (
     JobStarted,
     NodeRegistered,
 )
-from allot.proto.subjects import heartbeat, samples
+from allot.proto.subjects import heartbeat, is_id, samples
 from allot.proto.telemetry import Heartbeat, Samples
 from allot.services.node import process
 from allot.services.node.gpuwatch import GpuWatch
@@ -492,7 +493,19 @@ def host_of(args: argparse.Namespace) -> Host:
     )
 
 
+def node_id_of(args: argparse.Namespace) -> str:
+    """The node id given; else the node the identity is for; else this host's short name."""
+    node_id = args.node_id
+    if node_id is None and args.identity is not None:
+        node_id = load(args.identity).node_id
+    node_id = node_id or socket.gethostname().split(".")[0]
+    if not is_id(node_id):
+        raise SystemExit(f"allot-node: {node_id!r} cannot be a node id: pass --node-id")
+    return node_id
+
+
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    args.node_id = node_id_of(args)
     agent = NodeAgent(
         events,
         node_id=args.node_id,
