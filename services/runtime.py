@@ -172,12 +172,8 @@ def nats_url_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_service(
-    name: str,
-    parser: argparse.ArgumentParser,
-    serve: Callable[[argparse.Namespace, EventLog], Coroutine[Any, Any, None]],
-) -> None:
-    """Parse arguments, connect, run ``serve`` until SIGTERM/SIGINT, then close cleanly."""
+def connection_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """What every service is told of where to connect, and as whom."""
     nats_url_argument(parser)
     parser.add_argument(
         "--identity",
@@ -187,7 +183,16 @@ def run_service(
         help="the NATS identity file to connect as (default: $ALLOT_IDENTITY; none: a "
         "server without authorization)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def run_service(
+    name: str,
+    parser: argparse.ArgumentParser,
+    serve: Callable[[argparse.Namespace, EventLog], Coroutine[Any, Any, None]],
+) -> None:
+    """Parse arguments, connect, run ``serve`` until SIGTERM/SIGINT, then close cleanly."""
+    args = connection_arguments(parser).parse_args()
     logging.basicConfig(
         level=os.environ.get("ALLOT_LOG_LEVEL", "INFO"),
         format=f"%(asctime)s {name} %(levelname)s %(message)s",

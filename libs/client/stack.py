@@ -28,13 +28,16 @@ _NODE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class NodeShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A simulated node: its GPUs and topology, as a cluster file or --nodes declares it."""
+    """A simulated node: its GPUs and topology, as a cluster file or --nodes declares it.
+    ``simulated = false``: this host's own GPUs, found through NVML (``gpus`` and the
+    topology are then what NVML says)."""
 
     node_id: str
     gpus: int
     gpu_model: str = "SIM-H100"
     labels: dict[str, str] = {}
     nvlink_islands: str | None = None  # e.g. "0-3,4-7"; none: all GPUs share NVLink
+    simulated: bool = True
 
 
 NODES_PER_RACK = 4
@@ -175,6 +178,13 @@ class Stack:
     def node_work_dir(self, node_id: str) -> Path:
         return self.data_dir / "nodes" / node_id
 
+    def _simulated(self, node: NodeShape) -> list[str]:
+        islands = ["--nvlink-islands", node.nvlink_islands] if node.nvlink_islands else []
+        return [
+            *("--gpus", str(node.gpus), "--gpu-model", node.gpu_model, *islands),
+            *("--simulated-faults", str(self.fault_file(node.node_id))),
+        ]
+
     def fault_file(self, node_id: str) -> Path:
         """Where faults for a node's simulated GPUs are appended, one JSON line each."""
         return self.node_work_dir(node_id) / "simulated-faults.jsonl"
@@ -208,11 +218,7 @@ class Stack:
                 [
                     "--node-id",
                     node.node_id,
-                    "--gpus",
-                    str(node.gpus),
-                    "--gpu-model",
-                    node.gpu_model,
-                    *(["--nvlink-islands", node.nvlink_islands] if node.nvlink_islands else []),
+                    *(self._simulated(node) if node.simulated else []),
                     *[
                         arg
                         for k, v in sorted(node.labels.items())
@@ -220,8 +226,6 @@ class Stack:
                     ],
                     "--work-dir",
                     str(self.node_work_dir(node.node_id)),
-                    "--simulated-faults",
-                    str(self.fault_file(node.node_id)),
                     # Simulated nodes share this machine's disk, as real ones share storage.
                     "--checkpoint-root",
                     str(self.data_dir / "checkpoints"),

@@ -48,4 +48,5 @@ parser.add_argument(
 parser.add_argument(
     "--stop-grace", type=float, default=10.0, help="SIGTERM→SIGKILL seconds on cancel"
 )
-run_service("node", parser, serve)
+if __name__ == "__main__":
+    run_service("node", parser, serve)

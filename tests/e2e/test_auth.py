@@ -9,13 +9,23 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
+from nats.aio.msg import Msg
 
 from allot.bus import EventLog, Record
 from allot.bus.identity import load, new_identity, save
 from allot.client import AsyncClient, CommandError
 from allot.client.stack import Stack
 from allot.proto.events import JobSpec
-from allot.proto.subjects import ACCOUNTS_APPLY, MIRROR, MIRROR_API, STREAM, SUBMIT
+from allot.proto.subjects import (
+    ACCOUNTS_APPLY,
+    MIRROR,
+    MIRROR_API,
+    STREAM,
+    SUBMIT,
+    heartbeat,
+    samples,
+)
+from allot.proto.telemetry import GpuFault, Heartbeat
 from tests.stack import cli, running, until
 
 TREE = {
@@ -252,6 +262,38 @@ async def test_a_node_agent_cannot_report_for_another_nodes_job(stack: Stack) ->
     assert not_there == (
         f"job {job_id} is running on node-1 in attempt 0; the report is from node-2 about attempt 0"
     )
+
+
+async def test_a_node_agent_cannot_speak_for_another_nodes_gpus(stack: Stack) -> None:
+    """node-2's identity publishing node-1's heartbeat (an XID on every GPU) and samples:
+    the server delivers neither, so no GPU of node-1 turns unhealthy."""
+    operator = load(stack.operator) if stack.operator else None
+    watcher = await EventLog.connect(stack.url, identity=operator)
+    heard: list[bytes] = []
+
+    async def hear(msg: Msg) -> None:
+        heard.append(msg.data)
+
+    await watcher.nc.subscribe(heartbeat("node-1"), cb=hear)
+    forger = await EventLog.connect(
+        stack.url, identity=load(stack.data_dir / "identities" / "node-2.json")
+    )
+    try:
+        faults = [GpuFault(gpu=g, kind="xid", detail="XID 79", xid=79) for g in range(4)]
+        forged = msgspec.json.encode(Heartbeat(node_id="node-1", at=0, running=0, faults=faults))
+        for _ in range(20):
+            await forger.nc.publish(heartbeat("node-1"), forged)
+            await forger.nc.publish(samples("node-1"), b'{"node_id": "node-1", "gpus": []}')
+        await forger.nc.flush()
+        await asyncio.sleep(2)  # telemetry judges every second
+    finally:
+        await forger.close()
+        await watcher.close()
+    assert forged not in heard  # node-1's own heartbeats are heard; the forged ones not
+    assert heard
+    async with await stack.client() as admin:
+        state = await admin.state()
+    assert state.nodes["node-1"].gpu_faults == {}
 
 
 async def test_an_operator_may_do_anything(stack: Stack) -> None:
