@@ -157,6 +157,7 @@ class Gpus:
                     pci_bus_id=bus,
                 )
             )
+        gpus = self._one_model(gpus, problems)
         islands = self._islands(buses, {g.index for g in gpus if g.parent is None})
         driver = ""
         with contextlib.suppress(pynvml.NVMLError):
@@ -198,6 +199,30 @@ class Gpus:
         if not found:
             problems.append(f"GPU {index} is in MIG mode with no instances: nothing to offer")
         return found
+
+    def _one_model(self, gpus: list[GpuInfo], problems: list[str]) -> list[GpuInfo]:
+        """The devices of the model the host has most of (whole GPUs first where it is a
+        tie): placement takes a node to hold one model, and a job that asks for a whole
+        GPU must never get a MIG slice. The others are reported and not offered."""
+        count: dict[tuple[bool, str], int] = {}
+        for gpu in gpus:
+            key = (gpu.parent is not None, gpu.model)
+            count[key] = count.get(key, 0) + 1
+        if len(count) < 2:
+            return gpus
+        kept = min(count, key=lambda key: (-count[key], key))
+        left = [g for g in gpus if (g.parent is not None, g.model) != kept]
+        names = sorted({g.model for g in left})
+        problems.append(
+            f"devices {[g.index for g in left]} ({', '.join(names)}) are not offered: a node "
+            f"offers one model, here {kept[1]}; partition its GPUs alike"
+        )
+        offered = {g.index for g in gpus} - {g.index for g in left}
+        self.devices = [d for d in self.devices if d.slot in offered]
+        self._by_gpu = {}
+        for device in self.devices:
+            self._by_gpu.setdefault(device.gpu, []).append(device)
+        return [g for g in gpus if g.index in offered]
 
     def _add(self, device: Device) -> None:
         self.devices.append(device)
@@ -243,11 +268,14 @@ class Gpus:
                 conditions = [("gpu_lost", f"NVML: {error}")]
             except Unanswered as error:
                 conditions = [("gpu_lost", f"answers nothing: {error}")]
+            devices = self._by_gpu.get(index, [])
             for kind, detail in conditions:
                 found += [
                     GpuFault(gpu=device.slot, kind=kind, detail=detail)  # type: ignore[arg-type]
-                    for device in self._by_gpu.get(index, [])
+                    for device in devices
                 ]
+                if not devices and kind == "gpu_lost":  # a GPU not offered, lost: the host's
+                    found.append(GpuFault(gpu=None, kind=kind, detail=f"GPU {index}: {detail}"))
         return found
 
     def _conditions(self, handle: Any) -> list[tuple[str, str]]:

@@ -49,22 +49,49 @@ def gpus_bus(index: int) -> str:
     return f"00000000:{0x18 + index:02X}:00.0"
 
 
-def test_mig_instances_are_devices_of_their_own_after_the_whole_gpus() -> None:
-    profile = f"{H100} MIG 1g.10gb"
-    instances = [
-        SimMig(name=profile, memory_mib=9856, uuid=f"MIG-{n}", gpu_instance_id=7 + n)
-        for n in range(3)
+def mig(count: int, first: int = 0, profile: str = f"{H100} MIG 1g.10gb") -> list[SimMig]:
+    return [
+        SimMig(name=profile, memory_mib=9856, uuid=f"MIG-{first + n}", gpu_instance_id=7 + n)
+        for n in range(count)
     ]
-    inventory = opened([gpu(0, mig=instances), gpu(1)]).inventory()
+
+
+def test_mig_instances_are_devices_of_their_own_after_the_last_gpu() -> None:
+    profile = f"{H100} MIG 1g.10gb"
+    inventory = opened([gpu(0, mig=mig(2)), gpu(1, mig=mig(2, first=2))]).inventory()
     assert [(g.index, g.model, g.uuid, g.parent) for g in inventory.gpus] == [
         (2, profile, "MIG-0", 0),
         (3, profile, "MIG-1", 0),
-        (4, profile, "MIG-2", 0),
-        (1, H100, "GPU-0001", None),
+        (4, profile, "MIG-2", 1),
+        (5, profile, "MIG-3", 1),
     ]
-    assert all(g.memory_mib == 9856 for g in inventory.gpus[:3])
-    # A MIG instance shares NVLink with nothing: islands name only whole GPUs.
-    assert inventory.nvlink_islands == [[1]]
+    assert all(g.memory_mib == 9856 for g in inventory.gpus)
+    assert inventory.nvlink_islands == []  # a MIG instance shares NVLink with nothing
+    assert inventory.problems == []
+
+
+def test_a_host_of_mixed_devices_offers_only_the_model_it_has_most_of() -> None:
+    """A job that asks for a whole GPU must never be placed on a MIG slice."""
+    found = opened([gpu(0, mig=mig(3)), gpu(1), gpu(2)])
+    inventory = found.inventory()
+    assert [(g.index, g.parent) for g in inventory.gpus] == [(3, 0), (4, 0), (5, 0)]
+    assert inventory.problems == [
+        f"devices [1, 2] ({H100}) are not offered: a node offers one model, "
+        f"here {H100} MIG 1g.10gb; partition its GPUs alike"
+    ]
+    assert [s.gpu for s in found.samples()] == [3, 4, 5]
+    tie = opened([gpu(0, mig=mig(1)), gpu(1)]).inventory()
+    assert [(g.index, g.model) for g in tie.gpus] == [(1, H100)]  # whole GPUs win a tie
+
+
+def test_a_lost_gpu_that_is_not_offered_is_a_fault_of_the_host() -> None:
+    gpus = [gpu(0, mig=mig(1)), gpu(1), gpu(2)]
+    found = opened(gpus)
+    found.inventory()
+    gpus[0].lost = True
+    [fault] = found.faults()
+    assert (fault.gpu, fault.kind) == (None, "gpu_lost")
+    assert fault.detail.startswith("GPU 0: ")
 
 
 def test_a_gpu_in_mig_mode_without_instances_is_reported_not_offered() -> None:
@@ -131,13 +158,12 @@ def test_conditions_are_read_afresh_each_time() -> None:
 
 
 def test_a_gpu_lost_after_the_inventory_is_a_fault_of_each_of_its_devices() -> None:
-    instances = [SimMig(name="m", memory_mib=1, uuid=f"MIG-{n}", gpu_instance_id=n) for n in (1, 2)]
-    gpus = [gpu(0), gpu(1, mig=instances)]
+    gpus = [gpu(0, mig=mig(2)), gpu(1, mig=mig(2, first=2))]
     found = opened(gpus)
     found.inventory()
     gpus[1].lost = True
-    assert [(f.gpu, f.kind) for f in found.faults()] == [(2, "gpu_lost"), (3, "gpu_lost")]
-    [healthy, first, second] = found.samples()
+    assert [(f.gpu, f.kind) for f in found.faults()] == [(4, "gpu_lost"), (5, "gpu_lost")]
+    [healthy, _, first, second] = found.samples()
     assert healthy.temperature_c == 35
     assert first.temperature_c is None
     assert second.temperature_c is None
