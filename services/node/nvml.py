@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import msgspec
 import pynvml
 
-from allot.proto.events import GpuInfo
+from allot.proto.events import GpuFaultKind, GpuInfo
 from allot.proto.telemetry import GpuFault, GpuSample
 
 log = logging.getLogger("allot.node.nvml")
@@ -262,6 +262,7 @@ class Gpus:
         for index, error in sorted(self._unanswered.items()):
             found.append(GpuFault(gpu=None, kind="unanswered", detail=f"GPU {index}: {error}"))
         for index, handle in sorted(self._handles.items()):
+            conditions: list[tuple[GpuFaultKind, str]]
             try:
                 conditions = self._conditions(handle)
             except GpuLost as error:
@@ -270,17 +271,14 @@ class Gpus:
                 conditions = [("gpu_lost", f"answers nothing: {error}")]
             devices = self._by_gpu.get(index, [])
             for kind, detail in conditions:
-                found += [
-                    GpuFault(gpu=device.slot, kind=kind, detail=detail)  # type: ignore[arg-type]
-                    for device in devices
-                ]
+                found += [GpuFault(gpu=device.slot, kind=kind, detail=detail) for device in devices]
                 if not devices and kind == "gpu_lost":  # a GPU not offered, lost: the host's
                     found.append(GpuFault(gpu=None, kind=kind, detail=f"GPU {index}: {detail}"))
         return found
 
-    def _conditions(self, handle: Any) -> list[tuple[str, str]]:
+    def _conditions(self, handle: Any) -> list[tuple[GpuFaultKind, str]]:
         nvml = self.nvml
-        found = []
+        found: list[tuple[GpuFaultKind, str]] = []
         uncorrected = _ask(
             nvml.nvmlDeviceGetTotalEccErrors,
             handle,
