@@ -126,12 +126,8 @@ class Gpus:
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                uuid = _text(_ask(nvml.nvmlDeviceGetUUID, handle) or "")
-                name = _text(_ask(nvml.nvmlDeviceGetName, handle) or "")
-                memory = _ask(nvml.nvmlDeviceGetMemoryInfo, handle)
+                uuid, name, memory_mib = self._identity(handle)
                 pci = _ask(nvml.nvmlDeviceGetPciInfo, handle)
-                if not uuid or not name or memory is None:
-                    raise Unanswered("no UUID, name or memory size")
                 mig = _ask(nvml.nvmlDeviceGetMigMode, handle)
             except (pynvml.NVMLError, GpuLost, Unanswered) as error:
                 self._unanswered[index] = str(error)
@@ -149,13 +145,7 @@ class Gpus:
             device = Device(slot=index, gpu=index, uuid=uuid, handle=handle)
             self._add(device)
             gpus.append(
-                GpuInfo(
-                    index=index,
-                    model=name,
-                    memory_mib=memory.total // MIB,
-                    uuid=uuid,
-                    pci_bus_id=bus,
-                )
+                GpuInfo(index=index, model=name, memory_mib=memory_mib, uuid=uuid, pci_bus_id=bus)
             )
         gpus = self._one_model(gpus, problems)
         islands = self._islands(buses, {g.index for g in gpus if g.parent is None})
@@ -174,15 +164,10 @@ class Gpus:
                 mig = _ask(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, position)
                 if mig is None:
                     continue  # no instance in this position
-                uuid = _text(_ask(nvml.nvmlDeviceGetUUID, mig) or "")
-                name = _text(_ask(nvml.nvmlDeviceGetName, mig) or "")
-                memory = _ask(nvml.nvmlDeviceGetMemoryInfo, mig)
+                uuid, name, memory_mib = self._identity(mig)
                 instance = _ask(nvml.nvmlDeviceGetGpuInstanceId, mig)
             except (GpuLost, Unanswered) as error:
                 problems.append(f"GPU {index}: MIG instance {position} answers nothing: {error}")
-                continue
-            if not uuid or not name or memory is None:
-                problems.append(f"GPU {index}: MIG instance {position} has no UUID, name or size")
                 continue
             slot = first_slot + len(found)
             self._add(Device(slot=slot, gpu=index, uuid=uuid, handle=mig, mig_instance=instance))
@@ -190,7 +175,7 @@ class Gpus:
                 GpuInfo(
                     index=slot,
                     model=name,
-                    memory_mib=memory.total // MIB,
+                    memory_mib=memory_mib,
                     uuid=uuid,
                     pci_bus_id=bus,
                     parent=index,
@@ -199,6 +184,15 @@ class Gpus:
         if not found:
             problems.append(f"GPU {index} is in MIG mode with no instances: nothing to offer")
         return found
+
+    def _identity(self, handle: Any) -> tuple[str, str, int]:
+        """A device's UUID, name and memory (MiB): without them it cannot be offered."""
+        uuid = _text(_ask(self.nvml.nvmlDeviceGetUUID, handle) or "")
+        name = _text(_ask(self.nvml.nvmlDeviceGetName, handle) or "")
+        memory = _ask(self.nvml.nvmlDeviceGetMemoryInfo, handle)
+        if not uuid or not name or memory is None:
+            raise Unanswered("no UUID, name or memory size")
+        return uuid, name, memory.total // MIB
 
     def _one_model(self, gpus: list[GpuInfo], problems: list[str]) -> list[GpuInfo]:
         """The devices of the model the host has most of (whole GPUs first where it is a
