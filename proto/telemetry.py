@@ -12,6 +12,7 @@ from typing import Annotated, Final
 import msgspec
 
 from allot.proto.events import GpuFaultKind
+from allot.proto.limits import check_json
 
 MAX_GPUS: Final = 1024  # devices of one node, MIG instances included
 MAX_DETAIL: Final = 256
@@ -50,5 +51,18 @@ class Samples(msgspec.Struct, frozen=True, kw_only=True):
     gpus: Annotated[list[GpuSample], msgspec.Meta(max_length=MAX_GPUS)]
 
 
-HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
-SAMPLES_DECODER: Final = msgspec.json.Decoder(Samples)
+MAX_BYTES: Final = 1 << 20  # of one heartbeat or one node's samples: NATS's own limit
+_HEARTBEAT = msgspec.json.Decoder(Heartbeat)
+_SAMPLES = msgspec.json.Decoder(Samples)
+
+
+def decode_heartbeat(data: bytes) -> Heartbeat:
+    """A heartbeat, or ``msgspec.DecodeError``/``ValidationError`` naming what is wrong
+    (too large or too deeply nested ones too, before any decoder recurses into them)."""
+    check_json(data, MAX_BYTES)
+    return _HEARTBEAT.decode(data)
+
+
+def decode_samples(data: bytes) -> Samples:
+    check_json(data, MAX_BYTES)
+    return _SAMPLES.decode(data)

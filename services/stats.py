@@ -54,7 +54,7 @@ KNOWN: Final = {
     REFUSALS: ("counter", "Refused requests, by command and the field "
                                      "refused.", ("service", "command", "field")),
     HEARTBEATS_REFUSED: ("counter", "Heartbeats whose health was not read: malformed, "
-                                     "or of no registered node.", ()),
+                                     "or naming another node than their subject.", ()),
 }  # fmt: skip
 
 

@@ -173,7 +173,7 @@ def nodes_table(state: State) -> str:
     for node_id, node in sorted(state.nodes.items()):
         model = node.gpus[0].model if node.gpus else "-"
         jobs = sorted(set(node.allocated.values()))
-        islands = " ".join(f"{i[0]}-{i[-1]}" for i in node.nvlink_islands if i) or "-"
+        islands = " ".join(spans(i) for i in node.nvlink_islands if i) or "-"
         labels = ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())) or "-"
         faults = " ".join(f"{g}:{f.kind}" for g, f in sorted(node.gpu_faults.items()))
         rows.append(
@@ -192,6 +192,17 @@ def nodes_table(state: State) -> str:
         )
     headers = ["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "NVLINK", "LABELS", "JOBS"]
     return table([*headers, "GPU FAULTS", "WHY"], rows)
+
+
+def spans(indices: list[int]) -> str:
+    """``[0, 1, 2, 3, 6]`` -> ``0-3,6``: an island as it is, gaps shown."""
+    runs: list[list[int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def node_state(node: NodeRecord) -> str:

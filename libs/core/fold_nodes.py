@@ -46,7 +46,12 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
         )
         return
     # A restarted agent: the node is back; what its jobs hold stays held until they end.
-    # Health is not reset: only a health transition changes it.
+    # Health is not reset: only a health transition changes it, except for devices that
+    # are gone or are other devices now (a GPU re-partitioned, a board replaced).
+    kept = _faults_of_the_same_devices(node, e)
+    if kept != node.gpu_faults:
+        node.gpu_faults = kept
+        node.health_changes += 1
     node.hostname = e.hostname
     node.gpus = list(e.gpus)
     node.cpus, node.memory_mib = e.cpus, e.memory_mib
@@ -54,6 +59,18 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
     node.nvlink_islands = [list(island) for island in e.nvlink_islands]
     node.registered_at = e.meta.at
     node.lost = False
+
+
+def _faults_of_the_same_devices(node: NodeRecord, e: NodeRegistered) -> dict[int, GpuFaultRecord]:
+    """The recorded faults of devices the node registers again: the same index, and the
+    same UUID where both registrations know it."""
+    before = {gpu.index: gpu.uuid for gpu in node.gpus}
+    now = {gpu.index: gpu.uuid for gpu in e.gpus}
+    return {
+        index: fault
+        for index, fault in node.gpu_faults.items()
+        if index in now and (not now[index] or not before.get(index) or now[index] == before[index])
+    }
 
 
 def _health(state: State, seq: int, e: NodeHealthChanged) -> None:

@@ -13,7 +13,8 @@ transitions enter the log:
   free of them for ``recover_ns``, so one that comes and goes does not flap the log;
 - a fault that makes the whole host suspect (the GPU fell off the bus, NVLink or GSP
   errors, an uncontained ECC error, a GPU that answers nothing) also cordons the node and
-  drains it: its jobs stop as they pass their minimum runtime (R15).
+  drains it: its jobs stop as they pass their minimum runtime (R15). One GPU's query that
+  failed (a timeout) is only that GPU's condition.
 
 XIDs an application causes itself (13, 31, 43, 45, 68, 109: illegal addresses, exceptions,
 a killed context) say nothing of the GPU and are ignored, as NVIDIA's device plugin does.
@@ -28,7 +29,6 @@ from allot.core.model import GpuFaultRecord, NodeRecord
 from allot.proto.telemetry import GpuFault
 
 STICKY: Final = frozenset({"xid", "ecc_uncorrected", "row_remap_failed"})
-HOST_SUSPECT: Final = frozenset({"gpu_lost", "unanswered"})
 APPLICATION_XIDS: Final = frozenset({13, 31, 43, 45, 68, 109})
 # XID -> what it says, for those after which the whole host is suspect.
 HOST_SUSPECT_XIDS: Final = {
@@ -65,7 +65,11 @@ def counts(fault: GpuFault) -> bool:
 
 
 def host_suspect(fault: GpuFault) -> bool:
-    return fault.kind in HOST_SUSPECT or (fault.kind == "xid" and fault.xid in HOST_SUSPECT_XIDS)
+    """A lost GPU, a GPU the host cannot read at all, or an XID of the host's own."""
+    if fault.kind == "xid":
+        return fault.xid in HOST_SUSPECT_XIDS
+    # One GPU's query that failed is that GPU's trouble; the host's own is not.
+    return fault.kind == "gpu_lost" or (fault.kind == "unanswered" and fault.gpu is None)
 
 
 def judge(
@@ -98,7 +102,7 @@ def judge(
         if host_suspect(fault) and not node.draining and cordon is None:
             cordon = f"{_name(device)}: {_describe(fault)}"
     held: dict[int | None, GpuFaultRecord] = {None: node.fault} if node.fault else {}
-    held.update(node.gpu_faults.items())
+    held.update((gpu, fault) for gpu, fault in node.gpu_faults.items() if gpu in devices)
     still_clear: dict[int | None, int] = {}
     for device, recorded in sorted(held.items(), key=lambda item: _order(item[0])):
         if device in faults or recorded.kind in STICKY:

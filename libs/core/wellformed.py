@@ -38,11 +38,13 @@ from allot.proto.events import (
     StopRequested,
     UsageCharged,
 )
-from allot.proto.limits import MAX_GRACE_NS
+from allot.proto.limits import MAX_GRACE_NS, MAX_REASON
 from allot.proto.subjects import MAX_ID, is_id
 
 MAX_QUANTITY = (1 << 63) - 1  # nanoseconds, milliseconds, MiB: what a signed 64-bit integer holds
 MAX_NODE_GPUS = 1024
+MAX_UUID = 128  # characters of a GPU's UUID, model or PCI bus id
+MAX_PROBLEMS = 1024  # lines of a node's inventory problems
 MAX_NODE_CPUS = 1 << 20
 MAX_ACCOUNT_WEIGHT = 1 << 30
 # A budget's period is split into per-period sums, a charge into the hours it spans: both
@@ -157,6 +159,13 @@ def _registered(e: NodeRegistered) -> str:
         return f"gpus: index listed twice in {sorted(indices)}"
     if any(gpu.memory_mib < 0 or gpu.memory_mib > MAX_QUANTITY for gpu in e.gpus):
         return "gpus: memory_mib must be 0 or more"
+    for gpu in e.gpus:
+        if len(gpu.uuid) > MAX_UUID or len(gpu.pci_bus_id) > MAX_UUID or len(gpu.model) > MAX_UUID:
+            return f"gpus: GPU {gpu.index}'s model, uuid and pci_bus_id take {MAX_UUID} characters"
+        if gpu.parent is not None and not 0 <= gpu.parent < MAX_NODE_GPUS:
+            return f"gpus: GPU {gpu.index}'s parent={gpu.parent} is no GPU index"
+    if len(e.problems) > MAX_PROBLEMS or any(len(p) > MAX_REASON for p in e.problems):
+        return f"problems: at most {MAX_PROBLEMS}, of {MAX_REASON} characters each"
     in_islands = [i for island in e.nvlink_islands for i in island]
     if len(set(in_islands)) != len(in_islands) or not set(in_islands) <= set(indices):
         return f"nvlink_islands={e.nvlink_islands}: disjoint lists of the node's GPU indices"

@@ -30,7 +30,7 @@ from allot.core import JobStatus, State
 from allot.core.owed import global_shares
 from allot.proto.limits import shown
 from allot.proto.subjects import SAMPLES, STATS
-from allot.proto.telemetry import SAMPLES_DECODER, GpuSample
+from allot.proto.telemetry import GpuSample, decode_samples
 from allot.services.runtime import Clock, follow_state
 from allot.services.stats import EVERY_S, KNOWN, MAX_LABEL, MAX_SAMPLES, Sample, Stats
 from allot.sim.metrics import HOUR_S, JobOutcome, compute, wait_percentiles, wait_s
@@ -40,7 +40,6 @@ log = logging.getLogger("allot.metrics")
 STALE_S = 3 * EVERY_S  # counts not sent again for this long are of an instance that is gone
 MAX_STATS_BYTES = 256 * 1024
 SAMPLES_STALE_S = 60.0  # a node's GPU samples older than this are not served
-MAX_SAMPLES_BYTES = 256 * 1024
 # Submission to start, seconds: from an interactive job's moments to a large gang's hours.
 LATENCY_BUCKETS = (0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400)
 
@@ -84,17 +83,17 @@ class Metrics:
         subject names the node, and only that node may publish on it."""
         node_id = msg.subject.rsplit(".", 1)[-1]
         node = self.state.nodes.get(node_id)
-        if node is None or len(msg.data) > MAX_SAMPLES_BYTES:
+        if node is None:
             return
         try:
-            taken = SAMPLES_DECODER.decode(msg.data)
+            taken = decode_samples(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             log.debug("ignored GPU samples of %s: %s", node_id, error)
             return
         devices = {gpu.index for gpu in node.gpus}
         if taken.node_id == node_id:
-            mine = [sample for sample in taken.gpus if sample.gpu in devices]
-            self.sampled[node_id] = (self.clock.monotonic(), mine)
+            mine = {sample.gpu: sample for sample in taken.gpus if sample.gpu in devices}
+            self.sampled[node_id] = (self.clock.monotonic(), [mine[g] for g in sorted(mine)])
 
     async def _refresh(self) -> None:
         if self.clock.monotonic() - self._computed_at < self.refresh_s / 2:

@@ -70,14 +70,12 @@ class NodeAgent:
         stop_grace_s: float = 10.0,
         clock: Clock | None = None,
         checkpoint_root: Path | None = None,
-        sample_s: float = 10.0,
     ):
         self.events = events
         self.node_id = node_id
         self.host = host
         self.gpus = gpus
         self.inventory: Inventory | None = None  # read as the agent starts
-        self.sample_s = sample_s
         self.work_dir = work_dir
         self.checkpoint_root = checkpoint_root or work_dir / "checkpoints"
         self.heartbeat_s = heartbeat_s
@@ -99,7 +97,7 @@ class NodeAgent:
         await self._register()
         loops = [
             asyncio.create_task(loop())
-            for loop in (self._heartbeat, self._checkpoints, self._sample, self.gpus.watch_xids)
+            for loop in (self._heartbeat, self._checkpoints, self._sample)
         ]
         try:
             await follow_state(self.events, self.state, self.reconcile, note=self.traces.note)
@@ -125,15 +123,14 @@ class NodeAgent:
         await self.events.append(registered)
 
     async def _heartbeat(self) -> None:
-        """A sign of life with the faults the GPUs show now, however the GPUs answer."""
+        """A sign of life with the faults the GPUs show now: what the watch last read, so
+        a GPU that hangs NVML never holds it back."""
         while True:
-            faults = []
-            try:
-                faults = await self.gpus.faults()
-            except Exception:
-                log.exception("reading the GPUs' health failed")
             beat = Heartbeat(
-                node_id=self.node_id, at=self.clock.now(), running=len(self._watched), faults=faults
+                node_id=self.node_id,
+                at=self.clock.now(),
+                running=len(self._watched),
+                faults=self.gpus.faults(),
             )
             with contextlib.suppress(Exception):
                 await self.events.nc.publish(heartbeat(self.node_id), msgspec.json.encode(beat))
@@ -142,14 +139,11 @@ class NodeAgent:
     async def _sample(self) -> None:
         """Each GPU's load, outside the log, for the metrics service."""
         while True:
-            try:
-                taken = Samples(
-                    node_id=self.node_id, at=self.clock.now(), gpus=await self.gpus.samples()
-                )
-                await self.events.nc.publish(samples(self.node_id), msgspec.json.encode(taken))
-            except Exception as error:
-                log.warning("sampling the GPUs failed: %s", error)
-            await asyncio.sleep(self.sample_s)
+            taken = Samples(node_id=self.node_id, at=self.clock.now(), gpus=self.gpus.samples())
+            if taken.gpus:
+                with contextlib.suppress(Exception):
+                    await self.events.nc.publish(samples(self.node_id), msgspec.json.encode(taken))
+            await asyncio.sleep(self.gpus.sample_s)
 
     async def _checkpoints(self) -> None:
         while True:
@@ -390,16 +384,22 @@ class NodeAgent:
         return uuids if all(uuids) else []
 
     def _job_env(self, job: JobRecord) -> dict[str, str]:
+        """What the job's process is told; ValueError where a real host cannot name one
+        of its devices (the job is then not started, and its exit says why)."""
         lead = self.state.nodes.get(next(iter(job.placements)))
         gpus = job.placements[self.node_id]
         # CUDA numbers GPUs its own way (fastest first), NVML by PCI bus, and a MIG
         # instance has no number at all: on a real host the job is shown its devices by
-        # UUID. Simulated devices have nothing behind them, so indices do.
-        uuids = [] if self.gpus.simulated else self._uuids_of(gpus)
-        return {
-            **process.gang_env(job, self.node_id, lead.hostname if lead else ""),
-            **process.device_env(gpus, uuids),
-        }
+        # UUID, never by a number that could be another device. Simulated devices have
+        # nothing behind them, so indices do.
+        if self.gpus.simulated:
+            devices = process.device_env(gpus, [])
+        else:
+            unknown = [g for g in gpus if not self._uuids.get(g)]
+            if unknown:
+                raise ValueError(f"this host has no device {unknown} that it could name")
+            devices = process.device_env(gpus, self._uuids_of(gpus))
+        return {**process.gang_env(job, self.node_id, lead.hostname if lead else ""), **devices}
 
     async def _append(self, event: Event, msg_id: str) -> None:
         """Append until it is stored: a report must not be lost to a passing NATS hiccup.
@@ -466,8 +466,9 @@ def parse_islands(text: str | None, gpus: int) -> list[list[int]]:
 
 def gpus_of(args: argparse.Namespace) -> GpuWatch:
     """Simulated GPUs where ``--gpus`` says how many; else this host's, through NVML."""
+    cadence = {"poll_s": args.heartbeat, "sample_s": args.sample_interval}
     if args.gpus is None:
-        return GpuWatch(Gpus(), simulated=False)
+        return GpuWatch(Gpus(), simulated=False, **cadence)
     nvml = simulated_host(
         args.node_id,
         args.gpus,
@@ -476,7 +477,7 @@ def gpus_of(args: argparse.Namespace) -> GpuWatch:
         parse_islands(args.nvlink_islands, args.gpus),
     )
     faults = FaultFile(args.simulated_faults, nvml) if args.simulated_faults else None
-    return GpuWatch(Gpus(nvml), simulated=True, fault_file=faults)
+    return GpuWatch(Gpus(nvml), simulated=True, fault_file=faults, **cadence)
 
 
 def host_of(args: argparse.Namespace) -> Host:
@@ -515,6 +516,5 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         heartbeat_s=args.heartbeat,
         stop_grace_s=args.stop_grace,
         checkpoint_root=args.checkpoint_root,
-        sample_s=args.sample_interval,
     )
     await agent.run()

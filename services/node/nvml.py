@@ -17,7 +17,9 @@ other, or to the same NVSwitch, share an island.
 """
 
 import contextlib
+import ctypes
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,7 +27,7 @@ import msgspec
 import pynvml
 
 from allot.proto.events import GpuFaultKind, GpuInfo
-from allot.proto.telemetry import GpuFault, GpuSample
+from allot.proto.telemetry import MAX_DETAIL, GpuFault, GpuSample
 
 log = logging.getLogger("allot.node.nvml")
 
@@ -85,7 +87,39 @@ def _ask(call: Callable[..., T], *args: Any) -> T | None:
 
 
 def _text(value: str | bytes) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def fault(gpu: int | None, kind: GpuFaultKind, detail: str, xid: int | None = None) -> GpuFault:
+    """A fault as its receiver takes it: the detail cut to length, an XID within bounds."""
+    if xid is not None and not 0 <= xid < 1 << 32:
+        detail, xid = f"XID {xid} (out of range)", None
+    return GpuFault(gpu=gpu, kind=kind, detail=detail[:MAX_DETAIL], xid=xid)
+
+
+_BUS = re.compile(r"^([0-9a-f]+):([0-9a-f]+):([0-9a-f]+)\.([0-9a-f]+)$")
+
+
+def _bus_key(bus_id: str) -> str:
+    """A PCI device's address as one key however NVML wrote it (domain of 4 or 8 digits,
+    either case); the function is left out: NVLink joins devices."""
+    found = _BUS.match(bus_id.strip().lower())
+    if found is None:
+        return bus_id.strip().lower()
+    domain, bus, device, _ = (int(part, 16) for part in found.groups())
+    return f"{domain:x}:{bus:x}:{device:x}"
+
+
+def _same_handle(a: Any, b: Any) -> bool:
+    """Whether two NVML handles name one device, asking NVML nothing (a lost GPU answers
+    nothing): the same object, or ctypes pointers to the same address."""
+    if a is b:
+        return True
+    try:
+        first, second = ctypes.cast(a, ctypes.c_void_p).value, ctypes.cast(b, ctypes.c_void_p).value
+    except (TypeError, ctypes.ArgumentError):
+        return False
+    return first is not None and first == second
 
 
 class Gpus:
@@ -107,9 +141,11 @@ class Gpus:
             raise Unavailable(f"NVML cannot be used on this host: {error}") from None
 
     def close(self) -> None:
-        with contextlib.suppress(pynvml.NVMLError):
-            if self._events is not None:
+        if self._events is not None:
+            with contextlib.suppress(pynvml.NVMLError):
                 self.nvml.nvmlEventSetFree(self._events)
+            self._events = None
+        with contextlib.suppress(pynvml.NVMLError):
             self.nvml.nvmlShutdown()
 
     # --- inventory ---
@@ -135,7 +171,7 @@ class Gpus:
                 continue
             self._handles[index] = handle
             self._gpu_of[uuid] = index
-            bus = _text(pci.busId).lower() if pci is not None else ""
+            bus = _text(pci.busId).strip().lower() if pci is not None else ""
             buses[index] = bus
             if mig is not None and mig[0] == pynvml.NVML_DEVICE_MIG_ENABLE:
                 instances = self._mig_instances(index, handle, bus, mig_slot, problems)
@@ -226,6 +262,9 @@ class Gpus:
         """Whole GPUs joined by NVLink, directly or through an NVSwitch, as islands."""
         parent: dict[str, str] = {}
 
+        def key(index: int) -> str:  # a GPU whose address is unknown is joined to nothing
+            return f"pci:{_bus_key(buses[index])}" if buses[index] else f"index:{index}"
+
         def root(key: str) -> str:
             while parent.setdefault(key, key) != key:
                 key = parent[key]
@@ -242,10 +281,10 @@ class Gpus:
                 except (GpuLost, Unanswered):
                     break
                 if remote is not None:
-                    parent[root(f"gpu:{buses[index]}")] = root(f"gpu:{_text(remote.busId).lower()}")
+                    parent[root(key(index))] = root(f"pci:{_bus_key(_text(remote.busId))}")
         groups: dict[str, list[int]] = {}
         for index in sorted(whole):
-            groups.setdefault(root(f"gpu:{buses[index]}"), []).append(index)
+            groups.setdefault(root(key(index)), []).append(index)
         return sorted(groups.values())
 
     # --- health ---
@@ -254,20 +293,20 @@ class Gpus:
         """The faults the GPUs show now: conditions read afresh, not remembered events."""
         found: list[GpuFault] = []
         for index, error in sorted(self._unanswered.items()):
-            found.append(GpuFault(gpu=None, kind="unanswered", detail=f"GPU {index}: {error}"))
+            found.append(fault(None, "unanswered", f"GPU {index}: {error}"))
         for index, handle in sorted(self._handles.items()):
             conditions: list[tuple[GpuFaultKind, str]]
             try:
                 conditions = self._conditions(handle)
             except GpuLost as error:
                 conditions = [("gpu_lost", f"NVML: {error}")]
-            except Unanswered as error:
-                conditions = [("gpu_lost", f"answers nothing: {error}")]
+            except Unanswered as error:  # a query failed: this GPU's, not the host's
+                conditions = [("unanswered", f"a query failed: {error}")]
             devices = self._by_gpu.get(index, [])
             for kind, detail in conditions:
-                found += [GpuFault(gpu=device.slot, kind=kind, detail=detail) for device in devices]
+                found += [fault(device.slot, kind, detail) for device in devices]
                 if not devices and kind == "gpu_lost":  # a GPU not offered, lost: the host's
-                    found.append(GpuFault(gpu=None, kind=kind, detail=f"GPU {index}: {detail}"))
+                    found.append(fault(None, kind, f"GPU {index}: {detail}"))
         return found
 
     def _conditions(self, handle: Any) -> list[tuple[GpuFaultKind, str]]:
@@ -290,16 +329,23 @@ class Gpus:
                 found.append(("row_remap_failed", "a memory row could not be remapped"))
             elif pending:
                 found.append(("row_remap_pending", "memory rows wait to be remapped: reset it"))
-        reasons = _ask(nvml.nvmlDeviceGetCurrentClocksEventReasons, handle) or 0
+        reasons = _ask(nvml.nvmlDeviceGetCurrentClocksEventReasons, handle)
+        if reasons is None:  # drivers before 535 know the function by its older name
+            reasons = _ask(nvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle) or 0
         if reasons & THERMAL:
             found.append(("thermal_slowdown", "clocks slowed by the hardware (temperature)"))
         if reasons & POWER:
             found.append(("power_slowdown", "clocks slowed by the power brake"))
         return found
 
-    def watch_events(self) -> None:
-        """Register for critical XID events on every GPU that has them."""
-        self._events = self.nvml.nvmlEventSetCreate()
+    def watch_events(self) -> bool:
+        """Register for critical XID events on every GPU that has them; False where NVML
+        gives no event set at all."""
+        try:
+            self._events = self.nvml.nvmlEventSetCreate()
+        except pynvml.NVMLError as error:
+            log.warning("no NVML event set: %s", error)
+            return False
         for index, handle in sorted(self._handles.items()):
             try:
                 self.nvml.nvmlDeviceRegisterEvents(
@@ -307,6 +353,7 @@ class Gpus:
                 )
             except pynvml.NVMLError as error:
                 log.warning("GPU %d reports no XID events: %s", index, error)
+        return True
 
     def wait_event(self, timeout_ms: int) -> list[GpuFault]:
         """Block until an XID event arrives or the time is up: run it in a thread."""
@@ -316,16 +363,13 @@ class Gpus:
             return []
         if data.eventType != pynvml.nvmlEventTypeXidCriticalError:
             return []
-        uuid = _text(_ask(self.nvml.nvmlDeviceGetUUID, data.device) or "")
-        # The event names the physical GPU; on a GPU in MIG mode, also the instance.
-        devices = self._by_gpu.get(self._gpu_of.get(uuid, -1), [])
+        # The event names the physical GPU (on a GPU in MIG mode, also the instance). It
+        # is found by its handle: a GPU that fell off the bus answers no question about it.
+        index = next((i for i, h in self._handles.items() if _same_handle(h, data.device)), None)
+        devices = self._by_gpu.get(index, []) if index is not None else []
         instance = [d for d in devices if d.mig_instance == data.gpuInstanceId]
-        devices = instance or devices
-        detail = f"XID {data.eventData}"
-        return [
-            GpuFault(gpu=device.slot, kind="xid", detail=detail, xid=int(data.eventData))
-            for device in devices
-        ]
+        xid = int(data.eventData)
+        return [fault(device.slot, "xid", f"XID {xid}", xid) for device in instance or devices]
 
     # --- samples ---
 

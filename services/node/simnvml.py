@@ -16,7 +16,7 @@ import queue
 import uuid as uuids
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import pynvml
@@ -179,6 +179,11 @@ class SimulatedNvml:
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
         return self._gpu(handle, "nvmlDeviceGetCurrentClocksEventReasons").clocks_event_reasons
 
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Any) -> int:
+        """The same, by its name before driver 535."""
+        gpu = self._gpu(handle, "nvmlDeviceGetCurrentClocksThrottleReasons")
+        return gpu.clocks_event_reasons
+
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> SimpleNamespace:
         gpu = self._gpu(handle, "nvmlDeviceGetUtilizationRates")
         if isinstance(handle, SimMig):  # as on real MIG instances
@@ -210,16 +215,17 @@ class SimulatedNvml:
 def simulated_host(
     node_id: str, count: int, model: str, memory_mib: int, islands: list[list[int]]
 ) -> SimulatedNvml:
-    """``count`` GPUs, each island of several joined through an NVSwitch of its own.
-    UUIDs follow from the node id, so a restarted node has the same GPUs."""
+    """``count`` GPUs, each island of several joined through an NVSwitch of its own (in a
+    PCI domain of the switches'). UUIDs follow from the node id, so a restarted node has
+    the same GPUs."""
     switch_of = {g: n for n, island in enumerate(islands) if len(island) > 1 for g in island}
     gpus = [
         SimGpu(
             name=model,
             memory_mib=memory_mib,
             uuid=f"GPU-{uuids.uuid5(uuids.NAMESPACE_URL, f'allot-sim:{node_id}/{index}')}",
-            bus_id=f"00000000:{0x10 + index:02x}:00.0",
-            links=[f"00000000:{0xC0 + switch_of[index]:02x}:00.0"] if index in switch_of else [],
+            bus_id=f"00000000:{0x10 + index // 32:02x}:{index % 32:02x}.0",
+            links=[f"00000001:{switch_of[index]:04x}:00.0"] if index in switch_of else [],
         )
         for index in range(count)
     ]
@@ -230,7 +236,7 @@ class SimFault(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """One line of a simulated node's fault file."""
 
     gpu: int
-    xid: int | None = None
+    xid: Annotated[int, msgspec.Meta(ge=0, lt=1 << 32)] | None = None
     ecc_uncorrected: int | None = None
     lost: bool | None = None
     slowdown: Literal["thermal", "power", "none"] | None = None
@@ -248,10 +254,12 @@ class FaultFile:
         """Apply the lines added since the last look; what was wrong with any."""
         try:
             with open(self.path, "rb") as file:
+                if self._read > file.seek(0, 2):  # written anew, shorter: from its start
+                    self._read = 0
                 file.seek(self._read)
                 data = file.read()
-        except FileNotFoundError:
-            return []
+        except OSError as error:
+            return [] if isinstance(error, FileNotFoundError) else [f"{self.path}: {error}"]
         complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
         self._read += len(complete)
         problems = []

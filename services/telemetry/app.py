@@ -23,7 +23,7 @@ from allot.bus.eventlog import EventLog
 from allot.core import Hearing, Silence, State, gpuhealth, judge_silence
 from allot.proto.events import Event, NodeCordoned, NodeHealthChanged, NodeLost
 from allot.proto.subjects import HEARTBEATS
-from allot.proto.telemetry import HEARTBEAT_DECODER, GpuFault
+from allot.proto.telemetry import GpuFault, decode_heartbeat
 from allot.services.runtime import Clock, follow_state, stamp
 from allot.services.stats import HEARTBEATS_REFUSED, Counts
 
@@ -70,7 +70,7 @@ class Telemetry:
         # The subject is the proof of the sender (only that node may publish on it); a body
         # that cannot be read is still a sign of life, but says nothing of health.
         try:
-            beat = HEARTBEAT_DECODER.decode(msg.data)
+            beat = decode_heartbeat(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             self.counts.add(HEARTBEATS_REFUSED)
             log.debug("heartbeat of %s not read: %s", node_id, error)
@@ -103,6 +103,8 @@ class Telemetry:
             recover_ns=self.recover_ns,
         )
         self._clear_since[node_id] = judgment.clear_since
+        # The ids name the record judged: read once, as a second telemetry service would.
+        basis, drains = node.health_changes, node.drains
         event: Event
         for change in judgment.changes:
             event = NodeHealthChanged(
@@ -115,9 +117,7 @@ class Telemetry:
             )
             direction = "up" if change.healthy else "down"
             device = "node" if change.gpu is None else change.gpu
-            await self.events.append(
-                event, msg_id=f"health:{node_id}:{device}:{direction}:{node.health_changes}"
-            )
+            await self.events.append(event, msg_id=f"health:{node_id}:{device}:{direction}:{basis}")
             log.warning("node %s, %s: %s", node_id, _device(change.gpu), change.reason)
         if judgment.cordon is not None:
             event = NodeCordoned(
@@ -127,7 +127,7 @@ class Telemetry:
                 reason=judgment.cordon,
                 by="telemetry",
             )
-            await self.events.append(event, msg_id=f"suspect:{node_id}:{node.drains}")
+            await self.events.append(event, msg_id=f"suspect:{node_id}:{drains}")
             log.warning("node %s is suspect (%s): cordoned, draining", node_id, judgment.cordon)
 
     async def _note_registrations(self) -> None:

@@ -142,6 +142,10 @@ async def test_malformed_and_forged_heartbeats_change_nothing_and_stop_nothing(
         beat_of({"gpu": -1, "kind": "xid", "detail": ""}),
         beat_of({"gpu": 0, "kind": "melted", "detail": ""}),
         beat_of({"gpu": 0, "kind": "xid", "detail": "x" * 5000}),
+        # An unknown field nested deeper than any decoder should recurse.
+        beat_of({"gpu": 0, "kind": "xid", "detail": "", "x": "NEST"}).replace(
+            b'"NEST"', b"[" * 5000 + b"]" * 5000
+        ),
         # A body that names n2, on n1's subject: refused (were it read as n1's, GPU 1 of
         # n1 would turn unhealthy).
         msgspec.json.encode(Heartbeat(node_id="n2", at=0, running=0, faults=[other])),
@@ -171,4 +175,4 @@ async def test_malformed_and_forged_heartbeats_change_nothing_and_stop_nothing(
     [change] = await events_of(event_log, NodeHealthChanged)
     assert (change.node_id, change.gpu) == ("n1", 0)  # type: ignore[attr-defined]
     refused = telemetry.counts.message().samples
-    assert [(s.name, s.value) for s in refused] == [("allot_heartbeats_refused_total", 6)]
+    assert [(s.name, s.value) for s in refused] == [("allot_heartbeats_refused_total", 7)]

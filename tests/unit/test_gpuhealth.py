@@ -3,9 +3,11 @@
 import msgspec
 
 from allot.core import DEFAULT_POLICY, State, apply, plan
-from allot.core.gpuhealth import Change, judge
+from allot.core.gpuhealth import Change, host_suspect, judge
+from allot.core.model import GpuFaultRecord
 from allot.proto.events import (
     Admission,
+    GpuInfo,
     NodeCordoned,
     NodeHealthChanged,
     NodeUncordoned,
@@ -190,3 +192,50 @@ def test_a_suspect_host_drains_each_job_as_it_passes_its_minimum_runtime() -> No
     assert (stop.job_id, stop.code) == ("a", "DRAIN")
     node = state.nodes["n1"]
     assert (node.cordon_reason, node.cordoned_by) == ("GPU 2", "telemetry")
+
+
+def test_a_node_that_registers_other_devices_keeps_no_fault_of_the_old_ones() -> None:
+    state = fold(
+        b.node("n1", 8),
+        unhealthy("n1", 6, "xid"),
+        unhealthy("n1", 2, "xid"),
+        unhealthy("n1", 1, "thermal_slowdown"),
+    )
+    node = state.nodes["n1"]
+    changes = node.health_changes
+    apply(state, state.seq + 1, b.node("n1", 4))  # GPUs 4-7 gone
+    assert sorted(node.gpu_faults) == [1, 2]
+    assert node.health_changes == changes + 1
+    assert judge(node, [], now=10**15, clear_since={1: 0}).changes == [
+        Change(gpu=1, healthy=True, reason="thermal slowdown no longer seen")
+    ]
+    # Another device at the same index (a GPU re-partitioned, a board replaced): its own
+    # health, not its predecessor's.
+    swapped = msgspec.structs.replace(
+        b.node("n1", 4),
+        gpus=[
+            GpuInfo(index=i, model="SIM", memory_mib=1024, uuid=f"GPU-{'new' if i == 2 else i}")
+            for i in range(4)
+        ],
+    )
+    before = msgspec.structs.replace(
+        swapped,
+        gpus=[GpuInfo(index=i, model="SIM", memory_mib=1024, uuid=f"GPU-{i}") for i in range(4)],
+    )
+    state = fold(before, unhealthy("n1", 2, "xid"), unhealthy("n1", 3, "xid"))
+    apply(state, state.seq + 1, swapped)
+    assert sorted(state.nodes["n1"].gpu_faults) == [3]
+
+
+def test_faults_of_devices_a_node_no_longer_has_are_never_judged() -> None:
+    node = fold(b.node("n1", 2)).nodes["n1"]
+    node.gpu_faults = {
+        5: GpuFaultRecord(kind="thermal_slowdown", reason="hot", since=0)
+    }  # as an older fold left it
+    assert judge(node, [], now=10**15, clear_since={5: 0}).changes == []
+
+
+def test_only_a_lost_gpu_or_one_the_host_cannot_read_makes_the_host_suspect() -> None:
+    assert host_suspect(GpuFault(gpu=None, kind="unanswered", detail="GPU 3 answers nothing"))
+    assert host_suspect(GpuFault(gpu=1, kind="gpu_lost", detail="lost"))
+    assert not host_suspect(GpuFault(gpu=1, kind="unanswered", detail="a query timed out"))

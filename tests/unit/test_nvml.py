@@ -1,13 +1,18 @@
 """The NVML inventory, health and samples, driven through simulated GPUs that answer
 pynvml's function surface (and raise its errors)."""
 
+import asyncio
+from pathlib import Path
+
+import msgspec
 import pynvml
 import pytest
 
-from allot.core.gpuhealth import counts
-from allot.proto.telemetry import GpuFault
+from allot.core.gpuhealth import counts, host_suspect
+from allot.proto.telemetry import GpuFault, Heartbeat, decode_heartbeat
+from allot.services.node.gpuwatch import GpuWatch
 from allot.services.node.nvml import Gpus, Unavailable
-from allot.services.node.simnvml import SimGpu, SimMig, SimulatedNvml, simulated_host
+from allot.services.node.simnvml import FaultFile, SimGpu, SimMig, SimulatedNvml, simulated_host
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -243,3 +248,122 @@ def test_a_failure_of_nvml_itself_is_unavailable_not_a_traceback() -> None:
     nvml.nvmlInit = refuse  # type: ignore[method-assign]
     with pytest.raises(Unavailable, match="Driver Not Loaded"):
         Gpus(nvml).open()
+
+
+# --- what a review found ------------------------------------------------------------------
+
+
+def test_a_passing_nvml_error_is_the_gpus_not_a_lost_host() -> None:
+    """A timeout of one query is not a GPU off the bus: it must not drain the node."""
+    gpus = [gpu(0), gpu(1)]
+    nvml = SimulatedNvml(gpus)
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+
+    def timeout(handle: object) -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
+
+    nvml.nvmlDeviceGetRemappedRows = timeout  # type: ignore[assignment,method-assign]
+    faults = found.faults()
+    assert [(f.gpu, f.kind) for f in faults] == [(0, "unanswered"), (1, "unanswered")]
+    assert not any(host_suspect(f) for f in faults)
+    gpus[1].lost = True
+    assert host_suspect(found.faults()[1])  # a GPU that is lost is
+
+
+def test_the_xid_of_a_gpu_that_fell_off_the_bus_is_not_dropped() -> None:
+    gpus = [gpu(0), gpu(1)]
+    nvml = SimulatedNvml(gpus)
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+    found.watch_events()
+    gpus[1].lost = True  # every call about it now fails, its UUID's too
+    nvml.inject_xid(1, 79)
+    assert [(f.gpu, f.xid) for f in found.wait_event(1000)] == [(1, 79)]
+
+
+def test_gpus_without_pci_info_are_islands_of_their_own_and_bus_ids_match_in_any_form() -> None:
+    nameless = {"nvmlDeviceGetPciInfo"}
+    inventory = opened([gpu(0, unsupported=nameless), gpu(1, unsupported=nameless)]).inventory()
+    assert inventory.nvlink_islands == [[0], [1]]
+    # A far end written with a short domain and in upper case is the same GPU.
+    linked = [gpu(0, links=["0000:19:00.0"]), gpu(1)]
+    assert opened(linked).inventory().nvlink_islands == [[0, 1]]
+
+
+def test_nvml_that_fails_to_count_is_unavailable_and_no_event_set_means_no_xids() -> None:
+    nvml = SimulatedNvml([gpu(0)])
+
+    def broken() -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)
+
+    nvml.nvmlDeviceGetCount = broken  # type: ignore[assignment,method-assign]
+    with pytest.raises(Unavailable, match="Unknown Error"):
+        asyncio.run(GpuWatch(Gpus(nvml), simulated=False).open())
+    nvml = SimulatedNvml([gpu(0)])
+
+    def unsupported() -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    nvml.nvmlEventSetCreate = unsupported  # type: ignore[assignment,method-assign]
+    watch = GpuWatch(Gpus(nvml), simulated=False)
+    inventory = asyncio.run(watch.open())
+    assert [g.index for g in inventory.gpus] == [0]
+    watch.close()
+
+
+def test_faults_sent_are_faults_the_receiver_takes() -> None:
+    nvml = SimulatedNvml([gpu(0)])
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+
+    def chatty(handle: object) -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)
+
+    nvml.nvmlDeviceGetRemappedRows = chatty  # type: ignore[assignment,method-assign]
+    pynvml.NVMLError._errcode_to_string[pynvml.NVML_ERROR_UNKNOWN] = "x" * 1000
+    try:
+        faults = found.faults()
+    finally:
+        pynvml.NVMLError._errcode_to_string[pynvml.NVML_ERROR_UNKNOWN] = "Unknown Error"
+    beat = Heartbeat(node_id="n1", at=0, running=0, faults=faults)
+    assert decode_heartbeat(msgspec.json.encode(beat)) == beat
+
+
+def test_a_fault_file_line_out_of_bounds_is_refused_not_sent(tmp_path: Path) -> None:
+    nvml = SimulatedNvml([gpu(0)])
+    lines = tmp_path / "faults.jsonl"
+    lines.write_text('{"gpu": 0, "xid": 4294967296}\n{"gpu": -1, "xid": 79}\n')
+    problems = FaultFile(lines, nvml).apply_new()
+    assert len(problems) == 2
+    assert "xid" in problems[0]
+    assert nvml._events.empty()
+
+
+def test_a_truncated_fault_file_is_read_again_from_its_start(tmp_path: Path) -> None:
+    nvml = SimulatedNvml([gpu(0)])
+    lines = tmp_path / "faults.jsonl"
+    lines.write_text('{"gpu": 0, "ecc_uncorrected": 1}\n' * 3)
+    faults = FaultFile(lines, nvml)
+    assert faults.apply_new() == []
+    lines.write_text('{"gpu": 0, "ecc_uncorrected": 5}\n')
+    assert faults.apply_new() == []
+    assert nvml.gpus[0].ecc_uncorrected == 5
+
+
+def test_a_big_simulated_host_keeps_its_islands() -> None:
+    found = Gpus(simulated_host("n1", 200, "SIM", 1024, [list(range(100)), list(range(100, 200))]))
+    found.open()
+    assert found.inventory().nvlink_islands == [list(range(100)), list(range(100, 200))]
+
+
+def test_old_drivers_report_slowdowns_through_the_old_function() -> None:
+    nvml = SimulatedNvml([gpu(0, unsupported={"nvmlDeviceGetCurrentClocksEventReasons"})])
+    nvml.gpus[0].clocks_event_reasons = pynvml.nvmlClocksThrottleReasonHwThermalSlowdown
+    found = Gpus(nvml)
+    found.open()
+    found.inventory()
+    assert [f.kind for f in found.faults()] == ["thermal_slowdown"]

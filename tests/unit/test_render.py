@@ -1,7 +1,7 @@
 """What allot queue and allot explain print, from a folded state."""
 
 from allot.client import render
-from allot.proto.events import MaxWaitExceeded
+from allot.proto.events import MaxWaitExceeded, NodeCordoned, NodeHealthChanged
 from tests import builders as b
 from tests.builders import fold
 
@@ -40,3 +40,24 @@ def test_explain_names_where_a_gang_runs() -> None:
     )
     text = render.explain_text(render.explain(state, state.jobs["g"], NOW))
     assert "admitted to n1[0,1,2,3] n2[0,1,2,3], unfunded" in text
+
+
+def test_nodes_show_islands_as_they_are_and_why_a_node_takes_no_work() -> None:
+    assert render.spans([0, 1, 2, 3]) == "0-3"
+    assert render.spans([6, 0, 2, 4]) == "0,2,4,6"
+    assert render.spans([0, 1, 3]) == "0-1,3"
+    state = b.fold(
+        b.node("n1", 4, islands=[[0, 2], [1, 3]]),
+        NodeHealthChanged(
+            meta=b.meta(), node_id="n1", healthy=False, reason="XID 79", gpu=2, fault="xid"
+        ),
+        NodeCordoned(
+            meta=b.meta(), node_id="n1", drain=True, reason="GPU 2: XID 79", by="telemetry"
+        ),
+    )
+    [row] = [line for line in render.nodes_table(state).splitlines() if line.startswith("n1")]
+    assert "healthy,draining" in row
+    assert "0,2 1,3" in row
+    assert "2:xid" in row
+    assert "drain (by telemetry): GPU 2: XID 79" in row
+    assert render.nodes_table(state).splitlines()[0].split()[-3:] == ["GPU", "FAULTS", "WHY"]

@@ -11,6 +11,7 @@ from allot.proto.events import (
     Event,
     GpuInfo,
     JobExited,
+    NodeHealthChanged,
     UsageCharged,
 )
 from tests import builders as b
@@ -33,6 +34,25 @@ def forged() -> list[tuple[Event, str]]:
             "memory",
         ),
         (msgspec.structs.replace(node, cpus=-4), "cpus=-4"),
+        (
+            msgspec.structs.replace(
+                node, gpus=[GpuInfo(index=0, model="x", memory_mib=1, uuid="G" * 129)]
+            ),
+            "uuid",
+        ),
+        (
+            msgspec.structs.replace(
+                node, gpus=[GpuInfo(index=0, model="x", memory_mib=1, parent=-1)]
+            ),
+            "parent=-1",
+        ),
+        (msgspec.structs.replace(node, problems=["p" * 2000]), "problems: at most"),
+        (
+            NodeHealthChanged(
+                meta=b.meta(), node_id="n1", healthy=False, reason="x", gpu=5000, fault="xid"
+            ),
+            "gpu=5000",
+        ),
         (
             BudgetGranted(meta=b.meta(), path="lab/team", gpu_ms=1, period_ns=0, starts_at=0),
             "period_ns=0",
