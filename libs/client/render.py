@@ -227,6 +227,40 @@ def why_unavailable(node: NodeRecord) -> str:
     return "; ".join(reasons)
 
 
+class GpuRun(msgspec.Struct, frozen=True, kw_only=True):
+    """One start of a job attempt on a GPU, as its ``JobStarted`` recorded it."""
+
+    at: int
+    job_id: str
+    attempt: int
+    node_id: str
+    device: int
+    uuid: str
+
+
+def gpu_runs(state: State, runs: list[GpuRun], uuid: str) -> str:
+    """The jobs that ran on one GPU, and what the log says of the GPU now."""
+    where = [
+        (node_id, gpu.index, node.gpu_faults.get(gpu.index))
+        for node_id, node in sorted(state.nodes.items())
+        for gpu in node.gpus
+        if gpu.uuid and gpu.uuid.startswith(uuid)
+    ]
+    lines = []
+    for node_id, index, fault in where:
+        health = "healthy" if fault is None else f"unhealthy ({fault.kind}: {fault.reason})"
+        lines.append(f"GPU {index} of {node_id}: {health}")
+    if not runs:
+        return "\n".join([*lines, f"no job has run on a GPU {uuid}…"])
+    rows = []
+    for run in runs:
+        job = state.jobs.get(run.job_id)
+        rows.append([when(run.at), run.job_id, run.attempt, run.node_id, run.device,
+                     job.spec.account if job else "-", job.status if job else "-"])  # fmt: skip
+    headers = ["STARTED", "JOB", "ATTEMPT", "NODE", "GPU", "ACCOUNT", "NOW"]
+    return "\n".join([*lines, table(headers, rows)])
+
+
 def gpus_table(node: NodeRecord) -> str:
     """Each device of one node: what it is, who holds it, and why it takes no work."""
     rows = []

@@ -77,6 +77,18 @@ async def test_a_gpu_that_falls_off_the_bus_drains_its_node_and_its_job_moves(
         assert uuids[2] in shown.stdout
         assert "xid since" in shown.stdout
         assert cli(stack, "nodes", "show", "nope").stderr.startswith("allot: no node 'nope'")
+        # The faulty GPU, traced to every job that ran on it.
+        traced = cli(stack, "nodes", "gpu", uuids[2][:12])
+        assert traced.returncode == 0, traced.stderr
+        assert f"GPU 2 of {first}: unhealthy (xid: XID 79" in traced.stdout
+        [run] = [line for line in traced.stdout.splitlines() if job_id in line]
+        tokens = run.split()
+        at = tokens.index(job_id)
+        assert tokens[at : at + 4] == [job_id, "0", first, "2"]  # job, attempt, node, GPU
+        assert "no job has run" in cli(stack, "nodes", "gpu", "GPU-none").stdout
+        several = cli(stack, "nodes", "gpu", "GPU-")
+        assert several.returncode == 2
+        assert "is the start of several GPUs' UUIDs" in several.stderr
 
         assert stack.metrics_url is not None
         url = stack.metrics_url

@@ -239,3 +239,29 @@ def test_only_a_lost_gpu_or_one_the_host_cannot_read_makes_the_host_suspect() ->
     assert host_suspect(GpuFault(gpu=None, kind="unanswered", detail="GPU 3 answers nothing"))
     assert host_suspect(GpuFault(gpu=1, kind="gpu_lost", detail="lost"))
     assert not host_suspect(GpuFault(gpu=1, kind="unanswered", detail="a query timed out"))
+
+
+def test_mig_instances_are_placed_as_the_gpus_of_their_profile() -> None:
+    profile = "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
+    mig = msgspec.structs.replace(
+        b.node("mig-1"),
+        gpus=[
+            GpuInfo(index=8 + n, model=profile, memory_mib=9856, uuid=f"MIG-{n}", parent=n // 7)
+            for n in range(14)
+        ],
+        nvlink_islands=[],  # an instance shares NVLink with nothing
+    )
+    state = fold(
+        mig,
+        b.node("whole-1", 2, model="NVIDIA A100-SXM4-80GB"),
+        unhealthy("mig-1", 9, "xid"),
+        b.submitted("small", 2, flavor=profile, topology="node", at=1_000),
+        b.submitted("big", 2, flavor="NVIDIA A100-SXM4-80GB", at=2_000),
+        b.submitted("pair", 2, flavor=profile, topology="nvlink", at=3_000),
+    )
+    decided = plan(state, 10_000, DEFAULT_POLICY)
+    placed = {a.job_id: (a.placements[0].node_id, a.placements[0].gpus) for a in decided.admissions}
+    assert placed == {"small": ("mig-1", [8, 10]), "big": ("whole-1", [0, 1])}
+    [waiting] = [p for p in decided.pending if p.job_id == "pair"]
+    # Two instances never share an NVLink island: it waits for a block that cannot be.
+    assert (waiting.code, waiting.params) == ("NO_BLOCK", {"need": 2, "topology": "nvlink"})
