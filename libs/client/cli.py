@@ -27,7 +27,7 @@ from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
 from allot.core.trail import trail
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
-from allot.proto.events import TIERS, TOPOLOGIES, JobStarted
+from allot.proto.events import TIERS, TOPOLOGIES
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -220,26 +220,20 @@ async def cmd_nodes_show(args: argparse.Namespace) -> int:
         return 2
     summary = f"{args.node}: {render.node_state(node)}"
     if why := render.why_unavailable(node):
-        summary += f" ({why})"
+        summary += render.printable(f" ({why})")
     emit(args, render.node_view(node), f"{summary}\n{render.gpus_table(node)}")
     return 0
 
 
 async def cmd_nodes_gpu(args: argparse.Namespace) -> int:
-    """The starts ``JobStarted`` recorded on the GPU, oldest first, and where it is now."""
+    if not args.uuid:
+        print("allot: give a GPU's UUID, or the start of one", file=sys.stderr)
+        return 2
     async with await connect(args) as client:
         records = await client.events.read()
-        state = await client.state()
-    runs = [
-        render.GpuRun(at=e.meta.at, job_id=e.job_id, attempt=e.attempt, node_id=e.node_id,
-                      device=device, uuid=uuid)
-        for record in records
-        if isinstance(e := record.event, JobStarted)
-        for device, uuid in zip(e.gpus, e.gpu_uuids, strict=False)
-        if uuid.startswith(args.uuid)
-    ]  # fmt: skip
-    if len({run.uuid for run in runs}) > 1:
-        found = ", ".join(sorted({run.uuid for run in runs}))
+    state, runs, known = render.runs_on(records, args.uuid)
+    if len(known) > 1:
+        found = ", ".join(sorted(known))
         print(f"allot: {args.uuid!r} is the start of several GPUs' UUIDs: {found}", file=sys.stderr)
         return 2
     emit(args, msgspec.to_builtins(runs), render.gpu_runs(state, runs, args.uuid))

@@ -6,16 +6,22 @@ from typing import Any
 
 import msgspec
 
-from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, plan, queue
+from allot.bus.eventlog import Record
+from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_record, plan, queue
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
 from allot.core.planner import Waiting
-from allot.proto.events import PendingReason
+from allot.proto.events import JobStarted, PendingReason
+
+
+def printable(text: str) -> str:
+    """What a terminal shows as written: what nodes and users wrote may hold escapes."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    cells = [[str(h) for h in headers], *[[printable(str(c)) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
@@ -238,6 +244,35 @@ class GpuRun(msgspec.Struct, frozen=True, kw_only=True):
     uuid: str
 
 
+def runs_on(records: Sequence[Record], prefix: str) -> tuple[State, list[GpuRun], set[str]]:
+    """The log folded, the starts it took on GPUs whose UUID begins with ``prefix`` (oldest
+    first), and every such UUID it knows. A start the fold refused (a duplicate, a report
+    for a job not on that node) ran nothing, and a UUID is taken only where the node that
+    reports it registered that device with it."""
+    state, runs = State(), []
+    for record in records:
+        ignored = len(state.ignored)
+        apply_record(state, record, records)
+        started = record.event
+        if not isinstance(started, JobStarted) or len(state.ignored) > ignored:
+            continue
+        node = state.nodes.get(started.node_id)
+        devices = {gpu.index: gpu.uuid for gpu in node.gpus} if node else {}
+        runs += [
+            GpuRun(at=started.meta.at, job_id=started.job_id, attempt=started.attempt,
+                   node_id=started.node_id, device=device, uuid=uuid)
+            for device, uuid in zip(started.gpus, started.gpu_uuids, strict=False)
+            if uuid.startswith(prefix) and devices.get(device) == uuid
+        ]  # fmt: skip
+    known = {run.uuid for run in runs} | {
+        gpu.uuid
+        for node in state.nodes.values()
+        for gpu in node.gpus
+        if gpu.uuid and gpu.uuid.startswith(prefix)
+    }
+    return state, runs, known
+
+
 def gpu_runs(state: State, runs: list[GpuRun], uuid: str) -> str:
     """The jobs that ran on one GPU, and what the log says of the GPU now."""
     where = [
@@ -249,9 +284,9 @@ def gpu_runs(state: State, runs: list[GpuRun], uuid: str) -> str:
     lines = []
     for node_id, index, fault in where:
         health = "healthy" if fault is None else f"unhealthy ({fault.kind}: {fault.reason})"
-        lines.append(f"GPU {index} of {node_id}: {health}")
+        lines.append(printable(f"GPU {index} of {node_id}: {health}"))
     if not runs:
-        return "\n".join([*lines, f"no job has run on a GPU {uuid}…"])
+        return "\n".join([*lines, printable(f"no job has run on a GPU {uuid}…")])
     rows = []
     for run in runs:
         job = state.jobs.get(run.job_id)

@@ -91,6 +91,10 @@ def _attempt(e: Any) -> str:
 
 
 def _started(e: JobStarted) -> str:
+    if e.gpu_uuids and (
+        len(e.gpu_uuids) != len(e.gpus) or any(len(u) > MAX_UUID for u in e.gpu_uuids)
+    ):
+        return f"gpu_uuids: one of at most {MAX_UUID} characters for each of the gpus"
     if 0 <= e.attempt <= MAX_QUANTITY and 0 <= e.pid <= 1 << 31:
         return ""
     return _first(_attempt(e), _count("pid", e.pid, 0, 1 << 31))  # 0: simulated

@@ -93,18 +93,19 @@ class NodeAgent:
         except Unavailable as error:
             log.error("%s; pass --gpus N to simulate N GPUs", error)
             raise SystemExit(2) from None
-        self._uuids = {gpu.index: gpu.uuid for gpu in self.inventory.gpus}
-        await self._register()
-        loops = [
-            asyncio.create_task(loop())
-            for loop in (self._heartbeat, self._checkpoints, self._sample)
-        ]
+        loops: list[asyncio.Task[None]] = []
         try:
+            self._uuids = {gpu.index: gpu.uuid for gpu in self.inventory.gpus}
+            await self._register()
+            loops += [
+                asyncio.create_task(loop())
+                for loop in (self._heartbeat, self._checkpoints, self._sample)
+            ]
             await follow_state(self.events, self.state, self.reconcile, note=self.traces.note)
         finally:
             for loop in loops:
                 loop.cancel()
-            self.gpus.close()
+            await asyncio.shield(asyncio.to_thread(self.gpus.close))
 
     async def _register(self) -> None:
         assert self.inventory is not None

@@ -29,6 +29,7 @@ log = logging.getLogger("allot.node")
 
 EVENT_WAIT_MS = 1000  # how long one blocking wait for an XID lasts
 STALE_S = 30.0  # NVML silent this long is a fault of the host
+FIRST_READING_S = 5.0  # the longest the agent waits for it before it registers
 
 
 class GpuWatch:
@@ -44,34 +45,46 @@ class GpuWatch:
         self.gpus = gpus
         self.simulated = simulated
         self.fault_file = fault_file
-        self.poll_s, self.sample_s, self.stale_s = poll_s, sample_s, stale_s
+        # A slow poll is not silence: silence is three looks missed, and never under 30 s.
+        self.poll_s, self.sample_s = poll_s, sample_s
+        self.stale_s = max(stale_s, 3 * poll_s)
         self.read_at: float | None = None  # monotonic time of the last full reading
         self._conditions: list[GpuFault] = []
         self._samples: list[GpuSample] = []
         self._unacknowledged: dict[int | None, GpuFault] = {}  # device -> the XID it threw
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._first_reading = threading.Event()
         self._threads: list[threading.Thread] = []
         self._opened_at = time.monotonic()
 
     async def open(self) -> Inventory:
         """Start NVML and read the inventory (in a thread: a sick GPU can take seconds),
-        then start watching."""
+        register for events, then start watching, and wait a moment for a first reading:
+        a first heartbeat with no faults would say that all is well."""
         try:
             await asyncio.to_thread(self.gpus.open)
             inventory = await asyncio.to_thread(self.gpus.inventory)
         except Unavailable:
             raise
         except Exception as error:  # NVML loaded, but cannot say what the host has
+            await asyncio.to_thread(self.close)
             raise Unavailable(f"NVML cannot list this host's GPUs: {error}") from None
         for problem in inventory.problems:
             log.warning("GPU inventory: %s", problem)
-        self._opened_at = time.monotonic()
-        self._start(self._poll, "allot-gpu-poll")
-        if await asyncio.to_thread(self.gpus.watch_events):
-            self._start(self._wait_for_xids, "allot-gpu-events")
-        else:
-            log.warning("NVML gives no event set on this host: XIDs are not watched")
+        try:
+            # Events first: an XID a fault file (or the driver) gives at once is not lost.
+            watched = await asyncio.to_thread(self.gpus.watch_events)
+            self._opened_at = time.monotonic()
+            self._start(self._poll, "allot-gpu-poll")
+            if watched:
+                self._start(self._wait_for_xids, "allot-gpu-events")
+            else:
+                log.warning("NVML gives no event set on this host: XIDs are not watched")
+            await asyncio.to_thread(self._first_reading.wait, FIRST_READING_S)
+        except BaseException:
+            await asyncio.to_thread(self.close)
+            raise
         return inventory
 
     def _start(self, target: Callable[[], None], name: str) -> None:
@@ -91,6 +104,9 @@ class GpuWatch:
         return found
 
     def samples(self) -> list[GpuSample]:
+        """The last samples, none where NVML has gone silent: old ones are not news."""
+        if self.read_at is None or time.monotonic() - self.read_at >= self.stale_s:
+            return []
         with self._lock:
             return list(self._samples)
 
@@ -137,6 +153,7 @@ class GpuWatch:
                     if samples is not None:
                         self._samples = samples
                 self.read_at = time.monotonic()
+                self._first_reading.set()
             self._stop.wait(self.poll_s)
 
     def _wait_for_xids(self) -> None:
@@ -147,11 +164,17 @@ class GpuWatch:
                 log.error("waiting for GPU events failed (%s); trying again in 10s", error)
                 self._stop.wait(10)
                 continue
-            for xid in found:
-                log.warning("GPU %s: %s", xid.gpu, xid.detail)
-                if not counts(xid):
-                    continue
-                with self._lock:
-                    known = self._unacknowledged.get(xid.gpu)
-                    if known is None or host_suspect(xid) > host_suspect(known):
-                        self._unacknowledged[xid.gpu] = xid
+            try:
+                self._note(found)
+            except Exception:  # a bug here must not end the watch for good
+                log.exception("noting GPU events failed")
+
+    def _note(self, found: list[GpuFault]) -> None:
+        for xid in found:
+            log.warning("GPU %s: %s", "of the host" if xid.gpu is None else xid.gpu, xid.detail)
+            if not counts(xid):
+                continue
+            with self._lock:
+                known = self._unacknowledged.get(xid.gpu)
+                if known is None or host_suspect(xid) > host_suspect(known):
+                    self._unacknowledged[xid.gpu] = xid

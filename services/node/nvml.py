@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import msgspec
 import pynvml
 
+from allot.core.gpuhealth import host_suspect
 from allot.proto.events import GpuFaultKind, GpuInfo
 from allot.proto.telemetry import MAX_DETAIL, GpuFault, GpuSample
 
@@ -369,6 +370,10 @@ class Gpus:
         devices = self._by_gpu.get(index, []) if index is not None else []
         instance = [d for d in devices if d.mig_instance == data.gpuInstanceId]
         xid = int(data.eventData)
+        if not devices:  # a GPU not offered: only what it says of the host matters
+            log.warning("GPU %s, which is not offered: XID %d", index, xid)
+            said = fault(None, "xid", f"GPU {index}: XID {xid}", xid)
+            return [said] if host_suspect(said) else []
         return [fault(device.slot, "xid", f"XID {xid}", xid) for device in instance or devices]
 
     # --- samples ---

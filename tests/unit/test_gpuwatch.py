@@ -4,6 +4,7 @@ log has them, and NVML is shut only once nothing waits inside it."""
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from allot.services.node.app import Host, NodeAgent
 from allot.services.node.gpuwatch import GpuWatch
 from allot.services.node.nvml import Gpus
-from allot.services.node.simnvml import SimulatedNvml, simulated_host
+from allot.services.node.simnvml import FaultFile, SimulatedNvml, simulated_host
 from tests import builders as b
 from tests.builders import fold
 from tests.unit.test_gpuhealth import unhealthy
@@ -120,3 +121,62 @@ def test_a_real_host_never_shows_a_job_a_device_by_a_number(tmp_path: Any) -> No
     real._uuids = {0: "GPU-a"}
     with pytest.raises(ValueError, match=r"no device \[1\]"):
         real._job_env(state.jobs["j"])
+
+
+async def test_an_xid_in_the_fault_file_before_the_agent_starts_is_not_lost(
+    tmp_path: Path,
+) -> None:
+    nvml = simulated_host("n1", 2, "SIM", 1024, [[0, 1]])
+    lines = tmp_path / "faults.jsonl"
+    lines.write_text('{"gpu": 1, "xid": 79}\n')
+    watch = GpuWatch(Gpus(nvml), simulated=True, fault_file=FaultFile(lines, nvml), poll_s=0.01)
+    await watch.open()
+    try:
+        await until(lambda: [(f.gpu, f.xid) for f in watch.faults()] == [(1, 79)])
+    finally:
+        watch.close()
+
+
+async def test_the_first_heartbeat_carries_a_first_reading() -> None:
+    nvml = simulated_host("n1", 2, "SIM", 1024, [[0, 1]])
+    nvml.gpus[0].row_remap_pending = True
+    watch = GpuWatch(Gpus(nvml), simulated=True, poll_s=0.5)
+    await watch.open()
+    try:
+        assert [f.kind for f in watch.faults()] == ["row_remap_pending"]
+    finally:
+        watch.close()
+
+
+async def test_samples_of_a_silent_nvml_are_not_sent_as_fresh() -> None:
+    nvml = simulated_host("n1", 1, "SIM", 1024, [[0]])
+    nvml.gpus[0].utilization = 97
+    stuck = threading.Event()
+    answer = nvml.nvmlDeviceGetRemappedRows
+    watch = GpuWatch(Gpus(nvml), simulated=True, poll_s=0.05, sample_s=0.05, stale_s=0.3)
+    await watch.open()
+    try:
+        assert [s.utilization for s in watch.samples()] == [97]
+        nvml.nvmlDeviceGetRemappedRows = lambda h: stuck.wait() or answer(h)  # type: ignore[method-assign]
+        await until(lambda: watch.samples() == [])
+    finally:
+        stuck.set()
+        watch.close()
+
+
+def test_a_slow_heartbeat_is_not_silence() -> None:
+    watch = GpuWatch(Gpus(SimulatedNvml([])), simulated=True, poll_s=60)
+    assert watch.stale_s >= 3 * 60
+
+
+async def test_a_watch_that_cannot_start_leaves_no_thread_behind() -> None:
+    nvml = simulated_host("n1", 1, "SIM", 1024, [[0]])
+
+    def fails() -> None:
+        raise RuntimeError("no events today")
+
+    nvml.nvmlEventSetCreate = fails  # type: ignore[assignment,method-assign]
+    with pytest.raises(RuntimeError):
+        await GpuWatch(Gpus(nvml), simulated=True, poll_s=0.01).open()
+    assert [t.name for t in threading.enumerate() if t.name.startswith("allot-gpu")] == []
+    assert not nvml.initialised

@@ -367,3 +367,15 @@ def test_old_drivers_report_slowdowns_through_the_old_function() -> None:
     found.open()
     found.inventory()
     assert [f.kind for f in found.faults()] == ["thermal_slowdown"]
+
+
+def test_an_xid_of_a_gpu_that_is_not_offered_is_the_hosts_when_it_says_so() -> None:
+    nvml = SimulatedNvml([gpu(0, mig=mig(2)), gpu(1, mig=mig(2, first=2)), gpu(2)])
+    found = Gpus(nvml)
+    found.open()
+    assert [g.index for g in found.inventory().gpus] == [3, 4, 5, 6]  # GPU 2 is not offered
+    found.watch_events()
+    nvml.inject_xid(2, 79)
+    assert [(f.gpu, f.xid) for f in found.wait_event(1000)] == [(None, 79)]
+    nvml.inject_xid(2, 48)  # says nothing of the host: of no device offered, so of nothing
+    assert found.wait_event(1000) == []

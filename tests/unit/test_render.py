@@ -1,7 +1,16 @@
 """What allot queue and allot explain print, from a folded state."""
 
+import msgspec
+
+from allot.bus.eventlog import Record
 from allot.client import render
-from allot.proto.events import MaxWaitExceeded, NodeCordoned, NodeHealthChanged
+from allot.proto.events import (
+    GpuInfo,
+    JobStarted,
+    MaxWaitExceeded,
+    NodeCordoned,
+    NodeHealthChanged,
+)
 from tests import builders as b
 from tests.builders import fold
 
@@ -61,3 +70,40 @@ def test_nodes_show_islands_as_they_are_and_why_a_node_takes_no_work() -> None:
     assert "2:xid" in row
     assert "drain (by telemetry): GPU 2: XID 79" in row
     assert render.nodes_table(state).splitlines()[0].split()[-3:] == ["GPU", "FAULTS", "WHY"]
+
+
+def test_the_jobs_that_ran_on_a_gpu_are_the_starts_the_log_took() -> None:
+    node = msgspec.structs.replace(
+        b.node("n1", 2),
+        gpus=[GpuInfo(index=i, model="SIM", memory_mib=1, uuid=f"GPU-aaaa{i}") for i in (0, 1)],
+    )
+    other = msgspec.structs.replace(
+        b.node("n2", 1), gpus=[GpuInfo(index=0, model="SIM", memory_mib=1, uuid="GPU-bbbb")]
+    )
+
+    def started(job: str, on: str, gpus: list[int], uuids: list[str]) -> JobStarted:
+        return msgspec.structs.replace(b.started(job, on, gpus), gpu_uuids=uuids)
+
+    events = [
+        node,
+        other,
+        b.submitted("j1", 2),
+        b.plan(("j1", "n1", [0, 1])),
+        started("j1", "n1", [0, 1], ["GPU-aaaa0", "GPU-aaaa1"]),
+        started("j1", "n1", [0, 1], ["GPU-aaaa0", "GPU-aaaa1"]),  # a duplicate
+        started("j9", "n2", [0], ["GPU-aaaa1"]),  # no such job, and n1's GPU at that
+        b.submitted("j2", 1),
+        b.plan(("j2", "n2", [0])),
+        started("j2", "n2", [0], ["GPU-aaaa1"]),  # a UUID n2's device does not have
+    ]
+    records = [
+        Record(seq=n, subject="s", type=type(e).__name__, event=e)
+        for n, e in enumerate(events, start=1)
+    ]
+    state, runs, known = render.runs_on(records, "GPU-aaaa1")
+    assert [(r.job_id, r.node_id, r.device) for r in runs] == [("j1", "n1", 1)]
+    assert known == {"GPU-aaaa1"}
+    assert render.runs_on(records, "GPU-aaaa")[2] == {"GPU-aaaa0", "GPU-aaaa1"}
+    text = render.gpu_runs(state, runs, "GPU-aaaa1")
+    assert text.splitlines()[0] == "GPU 1 of n1: healthy"
+    assert render.printable("XID 79\x1b[2J") == "XID 79?[2J"

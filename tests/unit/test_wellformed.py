@@ -48,6 +48,10 @@ def forged() -> list[tuple[Event, str]]:
         ),
         (msgspec.structs.replace(node, problems=["p" * 2000]), "problems: at most"),
         (
+            msgspec.structs.replace(b.started("j1", "n1", [0]), gpu_uuids=["GPU-a", "GPU-b"]),
+            "gpu_uuids",
+        ),
+        (
             NodeHealthChanged(
                 meta=b.meta(), node_id="n1", healthy=False, reason="x", gpu=5000, fault="xid"
             ),
