@@ -163,8 +163,12 @@ def served(exposition: str) -> set[str]:
 def from_log(
     metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float],
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    counted = ("allot_plan_cycle", "allot_plan_conflicts", "allot_command_")
-    return {key: value for key, value in metrics.items() if not key[0].startswith(counted)}
+    """The values folded from the log: not what services count, nor the GPUs' load, which
+    comes to a new exporter with a node's next samples."""
+    counted = ("allot_plan_cycle", "allot_plan_conflicts", "allot_command_", "allot_heartbeats_")
+    sampled = ("allot_gpu_utilization", "allot_gpu_memory", "allot_gpu_temp", "allot_gpu_power")
+    outside = (*counted, *sampled)
+    return {key: value for key, value in metrics.items() if not key[0].startswith(outside)}
 
 
 def counts(
