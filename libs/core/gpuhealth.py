@@ -118,7 +118,8 @@ def judge(
 
 def _describe(fault: GpuFault) -> str:
     if fault.kind == "xid" and fault.xid in HOST_SUSPECT_XIDS:
-        return f"XID {fault.xid} ({HOST_SUSPECT_XIDS[fault.xid]}): {fault.detail}"
+        said = f"XID {fault.xid} ({HOST_SUSPECT_XIDS[fault.xid]})"
+        return said if fault.detail == f"XID {fault.xid}" else f"{said}: {fault.detail}"
     return fault.detail
 
 

@@ -52,11 +52,11 @@ def test_a_fault_turns_its_gpu_unhealthy_once_and_a_suspect_host_is_drained() ->
         Change(
             gpu=2,
             healthy=False,
-            reason="XID 79 (the GPU has fallen off the bus): XID 79",
+            reason="XID 79 (the GPU has fallen off the bus)",
             fault="xid",
         )
     ]
-    assert first.cordon == "GPU 2: XID 79 (the GPU has fallen off the bus): XID 79"
+    assert first.cordon == "GPU 2: XID 79 (the GPU has fallen off the bus)"
     record(state, "n1", first.changes)
     apply(state, state.seq + 1, NodeCordoned(meta=b.meta(), node_id="n1", drain=True))
     again = judge(node, [XID_79], now=S, clear_since={})
