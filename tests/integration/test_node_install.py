@@ -11,20 +11,10 @@ from pathlib import Path
 from allot.bus import EmbeddedNats
 from allot.services.node.__main__ import parser
 from allot.services.runtime import connection_arguments
+from tests.nvml import nvml_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMD = ROOT / "deploy" / "systemd"
-
-
-def no_nvml() -> bool:
-    import pynvml
-
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return True
-    pynvml.nvmlShutdown()
-    return False
 
 
 def run(*command: str, **env: str) -> "subprocess.CompletedProcess[str]":
@@ -65,7 +55,7 @@ def test_allot_node_is_the_agent() -> None:
 async def test_without_nvml_and_without_gpus_the_agent_says_how_to_simulate(
     nats_server: EmbeddedNats, tmp_path: Path
 ) -> None:
-    if not no_nvml():  # on a GPU host the agent would start: nothing to refuse there
+    if nvml_loads():  # on a GPU host the agent would start: nothing to refuse there
         assert run(sys.executable, "-c", "import pynvml; pynvml.nvmlInit()").returncode == 0
         return
     done = run(
@@ -81,7 +71,7 @@ async def test_without_nvml_and_without_gpus_the_agent_says_how_to_simulate(
 def test_the_gpu_check_runs_on_a_gpu_host_and_says_it_skipped_elsewhere() -> None:
     done = run(str(ROOT / "deploy" / "gpu-check.sh"), PYTHON=sys.executable)
     assert done.returncode == 0, done.stdout + done.stderr
-    if no_nvml():
+    if not nvml_loads():
         assert done.stdout.startswith("gpu-check skipped: NVML cannot be used on this host")
         assert "There is no NVIDIA GPU to check on this host." in done.stdout
     else:

@@ -13,6 +13,7 @@ from allot.proto.telemetry import GpuFault, Heartbeat, decode_heartbeat
 from allot.services.node.gpuwatch import GpuWatch
 from allot.services.node.nvml import Gpus, Unavailable
 from allot.services.node.simnvml import FaultFile, SimGpu, SimMig, SimulatedNvml, simulated_host
+from tests.nvml import failing, nvml_loads
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -230,22 +231,10 @@ def test_without_nvml_the_host_is_said_to_have_none() -> None:
         found.close()
 
 
-def nvml_loads() -> bool:
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    pynvml.nvmlShutdown()
-    return True
-
-
 def test_a_failure_of_nvml_itself_is_unavailable_not_a_traceback() -> None:
     nvml = SimulatedNvml([])
 
-    def refuse() -> None:
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
-
-    nvml.nvmlInit = refuse  # type: ignore[method-assign]
+    nvml.nvmlInit = failing(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)  # type: ignore[method-assign]
     with pytest.raises(Unavailable, match="Driver Not Loaded"):
         Gpus(nvml).open()
 
@@ -261,10 +250,7 @@ def test_a_passing_nvml_error_is_the_gpus_not_a_lost_host() -> None:
     found.open()
     found.inventory()
 
-    def timeout(handle: object) -> None:
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
-
-    nvml.nvmlDeviceGetRemappedRows = timeout  # type: ignore[assignment,method-assign]
+    nvml.nvmlDeviceGetRemappedRows = failing(pynvml.NVML_ERROR_TIMEOUT)  # type: ignore[method-assign]
     faults = found.faults()
     assert [(f.gpu, f.kind) for f in faults] == [(0, "unanswered"), (1, "unanswered")]
     assert not any(host_suspect(f) for f in faults)
@@ -296,18 +282,12 @@ def test_gpus_without_pci_info_are_islands_of_their_own_and_bus_ids_match_in_any
 def test_nvml_that_fails_to_count_is_unavailable_and_no_event_set_means_no_xids() -> None:
     nvml = SimulatedNvml([gpu(0)])
 
-    def broken() -> None:
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)
-
-    nvml.nvmlDeviceGetCount = broken  # type: ignore[assignment,method-assign]
+    nvml.nvmlDeviceGetCount = failing(pynvml.NVML_ERROR_UNKNOWN)  # type: ignore[method-assign]
     with pytest.raises(Unavailable, match="Unknown Error"):
         asyncio.run(GpuWatch(Gpus(nvml), simulated=False).open())
     nvml = SimulatedNvml([gpu(0)])
 
-    def unsupported() -> None:
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-
-    nvml.nvmlEventSetCreate = unsupported  # type: ignore[assignment,method-assign]
+    nvml.nvmlEventSetCreate = failing(pynvml.NVML_ERROR_NOT_SUPPORTED)  # type: ignore[method-assign]
     watch = GpuWatch(Gpus(nvml), simulated=False)
     inventory = asyncio.run(watch.open())
     assert [g.index for g in inventory.gpus] == [0]
@@ -320,10 +300,7 @@ def test_faults_sent_are_faults_the_receiver_takes() -> None:
     found.open()
     found.inventory()
 
-    def chatty(handle: object) -> None:
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)
-
-    nvml.nvmlDeviceGetRemappedRows = chatty  # type: ignore[assignment,method-assign]
+    nvml.nvmlDeviceGetRemappedRows = failing(pynvml.NVML_ERROR_UNKNOWN)  # type: ignore[method-assign]
     pynvml.NVMLError._errcode_to_string[pynvml.NVML_ERROR_UNKNOWN] = "x" * 1000
     try:
         faults = found.faults()
