@@ -24,6 +24,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import AnyEvent
+from allot.proto.queries import QUERIES, Answer
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
@@ -43,6 +44,9 @@ def render() -> dict[str, str]:
         "budget-grant-request.json": msgspec.json.schema(BudgetGrantRequest),
         "budget-grant-reply.json": msgspec.json.schema(BudgetGrantReply),
     }
+    for name, contract in QUERIES.items():
+        documents[f"{name.replace('.', '-')}-request.json"] = msgspec.json.schema(contract.request)
+    documents["query-answer.json"] = msgspec.json.schema(Answer)
     for name, doc in documents.items():
         if name.endswith("-request.json"):
             strict(doc.get("$defs", {}))

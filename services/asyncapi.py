@@ -22,9 +22,12 @@ from nats.aio.client import Client as NATS
 from allot.bus.eventlog import EventLog
 from allot.proto.commands import CONTRACTS, FieldError
 from allot.proto.limits import MAX_REQUEST_BYTES
+from allot.proto.queries import QUERIES
 from allot.proto.schema import strict
+from allot.services.commands import contract_of
 from allot.services.intake.app import Intake
 from allot.services.ledger.app import Ledger
+from allot.services.view.app import View
 
 DOCUMENT = Path(__file__).resolve().parent.parent / "proto" / "asyncapi.json"
 _SCHEMAS = "#/components/schemas/{name}"
@@ -46,23 +49,24 @@ def document() -> dict[str, Any]:
         security=NatsNKey.from_seed("<the seed of the sender's identity>"),
         description="Allot's command subjects",
     )
-    for service in (Intake(unconnected), Ledger(unconnected)):
+    for service in (Intake(unconnected), Ledger(unconnected), View(unconnected)):
         broker.include_router(service.commands.router)
     spec = AsyncAPI(broker, title="Allot commands", version="1", description=DESCRIPTION)
     doc: dict[str, Any] = spec.to_specification().to_jsonable()
+    contracts = [*CONTRACTS.values(), *QUERIES.values()]
     types = sorted(
-        {c.request for c in CONTRACTS.values()} | {c.reply for c in CONTRACTS.values()},
+        {c.request for c in contracts} | {c.reply for c in contracts},
         key=lambda kind: kind.__name__,
     )
     _, schemas = msgspec.json.schema_components([*types, FieldError], ref_template=_SCHEMAS)
-    requests = {c.request for c in CONTRACTS.values()}
+    requests = {c.request for c in contracts}
     _, held = msgspec.json.schema_components(sorted(requests, key=lambda k: k.__name__))
     strict({name: schemas[name] for name in held})
     components = doc.setdefault("components", {})
     messages = components.setdefault("messages", {})
     components["schemas"] = schemas
     for name, operation in doc["operations"].items():  # each named as its command
-        contract = CONTRACTS[name]
+        contract = contract_of(name)
         channel = doc["channels"][name]
         channel["parameters"] = {"principal": {"description": "the sending identity's name"}}
         [request] = channel["messages"].values()

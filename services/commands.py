@@ -31,8 +31,9 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from allot.bus import tracing
-from allot.proto.commands import CONTRACTS, FieldError
+from allot.proto.commands import CONTRACTS, Contract, FieldError
 from allot.proto.events import JobSpec
+from allot.proto.queries import QUERIES
 from allot.proto.subjects import COMMANDS_PREFIX, from_anyone, health
 from allot.services.replies import (
     Handler,
@@ -99,7 +100,7 @@ class Commands:
     def answer(self, name: str, handler: Handler, lane: Lane) -> None:
         """Answer the command ``name`` (``CONTRACTS``) with ``handler``, in ``lane``, for
         whoever sends it; the service's instances share the requests, each going to one."""
-        contract = CONTRACTS[name]
+        contract = contract_of(name)
         self._handlers[name] = (handler, lane)
         self.router.subscriber(
             f"{COMMANDS_PREFIX}.{{principal}}.{name}",  # documents the parameter
@@ -186,8 +187,13 @@ class Commands:
         )
         self.counts.add(REQUESTS, service=self.service, command=name, outcome=outcome)
         if errors:
-            field = refused_field(errors[0].field, CONTRACTS[name].request)
+            field = refused_field(errors[0].field, contract_of(name).request)
             self.counts.add(REFUSALS, service=self.service, command=name, field=field)
+
+
+def contract_of(name: str) -> Contract:
+    """The contract of a command or a query, by its name in the subject."""
+    return CONTRACTS[name] if name in CONTRACTS else QUERIES[name]
 
 
 async def _declared(body: bytes) -> None:

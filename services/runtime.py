@@ -33,6 +33,7 @@ async def follow_state(
     on_caught_up: Callable[[], Awaitable[None]],
     tick_s: float | None = None,
     note: Callable[[Record], None] | None = None,
+    fold_record: Callable[[State, Record], None] | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -41,7 +42,8 @@ async def follow_state(
     ``tick_s`` seconds while the log is quiet: for decisions that time alone makes due
     (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
     slow to take an event) is logged; the decision is made again on the next event or tick,
-    from the log as it then is. ``note`` is given each record once it is folded."""
+    from the log as it then is. ``note`` is given each record once it is folded;
+    ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``)."""
     one_at_a_time = asyncio.Lock()
 
     async def caught_up() -> None:
@@ -64,7 +66,7 @@ async def follow_state(
             await caught_up()
         async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
             async for record in records:
-                fold(state, record)
+                (fold_record or fold)(state, record)
                 if note is not None:
                     note(record)
                 if state.refold_due:

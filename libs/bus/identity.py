@@ -17,9 +17,9 @@ from allot.proto.subjects import MAX_PRINCIPAL, inbox_prefix, is_principal
 
 Role = Literal[
     "operator", "user", "intake", "ledger", "planner", "preemptor", "telemetry", "metrics",
-    "node", "mirror",
+    "view", "node", "mirror",
 ]  # fmt: skip
-SERVICES: Final = ("intake", "ledger", "planner", "preemptor", "telemetry", "metrics")
+SERVICES: Final = ("intake", "ledger", "planner", "preemptor", "telemetry", "metrics", "view")
 MIRROR_MAKER: Final = "mirror"  # makes the users' mirror of the log (docs/adr/0015)
 OPERATOR: Final = "admin"  # the identity an installation makes for its operator's CLI
 

@@ -26,6 +26,7 @@ import msgspec
 
 from allot.bus.identity import Identity
 from allot.bus.tls import ServerTls
+from allot.proto.queries import QUERIES, QUERY
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -104,6 +105,7 @@ AUTHORED = {
 ANSWERS = {
     "intake": [SUBMIT, CANCEL, ADMIN + SUBMIT, ADMIN + CANCEL, NODE_COMMAND],
     "ledger": [ACCOUNTS_APPLY, BUDGET_GRANT],
+    "view": list(QUERIES),
 }
 
 
@@ -119,6 +121,7 @@ def permissions(identity: Identity) -> dict[str, Any]:
         publish = [f"$JS.API.STREAM.INFO.{MIRROR}", f"$JS.API.STREAM.CREATE.{MIRROR}"]
     if role in ("operator", "user"):
         publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
+        publish.append(command(identity.name, f"{QUERY}>"))  # the read model's questions
         publish.append("allot.health.*")
     if role == "operator":
         # The operator is the root of the installation: it restores a log (``allot log
@@ -133,6 +136,9 @@ def permissions(identity: Identity) -> dict[str, Any]:
             responds = True
         if role == "telemetry":
             subscribe.append(HEARTBEATS)
+    if role == "view":  # the read model: answers every query, appends nothing
+        subscribe += [*(from_anyone(name) for name in ANSWERS[role]), health(role)]
+        responds = True
     if role == "metrics":
         subscribe += [STATS, SAMPLES]  # what the services count, and the GPUs' load
     if role == "node":

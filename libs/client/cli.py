@@ -21,13 +21,28 @@ from allot.bus.tls import CA_ENV, TlsError, client_context
 from allot.client import deploy, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
-from allot.core import State, apply_record
+from allot.core import JobRecord, JobStatus, NodeRecord
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.owed import owed_and_delivered
-from allot.core.trail import trail
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
-from allot.proto.events import TIERS, TOPOLOGIES
+from allot.proto.events import TIERS, TOPOLOGIES, AccountSettings
+from allot.proto.queries import (
+    ACCOUNTS,
+    EXPLAIN,
+    JOB,
+    JOBS,
+    MAX_ROWS,
+    NODES,
+    QUEUE,
+    AccountsQuery,
+    Answer,
+    ExplainQuery,
+    JobQuery,
+    JobsQuery,
+    NodesQuery,
+    QueueQuery,
+)
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -128,52 +143,107 @@ async def cmd_submit(args: argparse.Namespace) -> int:
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        columns = job_columns(args.format)
+    except ValueError as error:
+        print(f"allot: {error}", file=sys.stderr)
+        return 2
     async with await connect(args) as client:
-        state = await client.state()
-    if args.job:
-        job = state.jobs.get(args.job)
-        if job is None:
-            print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
-            return 1
-        emit(args, render.job_view(job), render.job_detail(job))
-        return 0
-    jobs = sorted(state.jobs.values(), key=lambda j: (j.submitted_seq, j.job_id))
-    emit(args, [render.job_view(j) for j in jobs], render.jobs_table(jobs))
-    report_ignored(state)
+        if args.job:
+            answer = await ask(client, JOB, JobQuery(job_id=args.job))
+            if answer is None:
+                return 1
+            job = msgspec.convert(answer.data, JobRecord, strict=False)
+            emit(args, answer.data, render.job_detail(job))
+            return 0
+        jobs, more = await jobs_matching(client, args)
+    if jobs is None:
+        return 2
+    shown = [msgspec.convert(view, JobRecord, strict=False) for view in jobs]
+    emit(args, jobs, render.jobs_table(shown, columns))
+    if more and not args.json:
+        print(f"note: the newest {len(jobs)} shown; --limit N or --all for more", file=sys.stderr)
     return 0
 
 
-def report_ignored(state: State, shown: int = 3) -> None:
+def job_columns(given: str | None) -> tuple[str, ...]:
+    """``--format job,status,reason`` as column names; ValueError naming what is known."""
+    if not given:
+        return render.DEFAULT_JOB_COLUMNS
+    columns = tuple(c.strip().lower() for c in given.split(",") if c.strip())
+    unknown = [c for c in columns if c not in render.JOB_COLUMNS]
+    if unknown or not columns:
+        known = ",".join(render.JOB_COLUMNS)
+        raise ValueError(f"--format={given!r}: unknown column {unknown[:1] or given!r}; "
+                         f"columns are {known}")  # fmt: skip
+    return columns
+
+
+async def jobs_matching(
+    client: AsyncClient, args: argparse.Namespace
+) -> tuple[list[dict[str, Any]] | None, bool]:
+    """The jobs ``status``'s filters ask for, newest first, page by page up to ``--limit``
+    (all of them with ``--all``); and whether there are more."""
+    wanted = None if args.all else args.limit
+    found: list[dict[str, Any]] = []
+    before: int | None = None
+    while True:
+        page = MAX_ROWS if wanted is None else min(MAX_ROWS, wanted - len(found))
+        query = JobsQuery(states=args.state, accounts=args.account, users=args.user,
+                          limit=page, before=before)  # fmt: skip
+        answer = await ask(client, JOBS, query)
+        if answer is None:
+            return None, False
+        if not found:
+            report_ignored(answer)  # once, with the first page
+        found += answer.data
+        before = answer.next_before
+        if not answer.more or before is None or (wanted is not None and len(found) >= wanted):
+            return found, answer.more
+
+
+async def ask(client: AsyncClient, name: str, query: msgspec.Struct) -> Answer | None:
+    """The read model's answer, or None after saying why it refused the question."""
+    try:
+        return await client.query(name, query)
+    except CommandError as error:
+        for problem in error.errors:
+            print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
+        return None
+
+
+def report_ignored(answer: Answer) -> None:
     """Events the fold refused are no error of this command, but an operator should know."""
-    if not state.ignored_count:
+    if not answer.ignored_count:
         return
-    print(f"note: the fold ignored {state.ignored_count} events of the log; the latest:",
+    print(f"note: the fold ignored {answer.ignored_count} events of the log; the latest:",
           file=sys.stderr)  # fmt: skip
-    for ignored in state.ignored[-shown:]:
-        print(f"  {ignored.seq} {ignored.type}: {ignored.reason[:200]}", file=sys.stderr)
+    for ignored in answer.ignored:
+        print(f"  {ignored}", file=sys.stderr)
 
 
 async def cmd_queue(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
-    rows = render.queue_rows(state, time.time_ns())
-    emit(args, rows, render.queue_table(rows))
+        query = QueueQuery(accounts=args.account, limit=args.limit)
+        answer = await ask(client, QUEUE, query)
+    if answer is None:
+        return 2
+    data = answer.data
+    emit(args, data, render.queue_table(data["rows"]))
+    if not args.json:
+        policy = data["policy"] + (f" ({data['policy_hash']})" if data["policy_hash"] else "")
+        cut = f"; the first {len(data['rows'])} of {answer.total} shown" if answer.more else ""
+        print(f"note: the planner's order under policy {policy}, at sequence "
+              f"{data['computed_at_seq']}{cut}", file=sys.stderr)  # fmt: skip
     return 0
 
 
 async def cmd_explain(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        records = await client.events.read()
-    state = State()
-    for record in records:
-        apply_record(state, record, records)
-    job = state.jobs.get(args.job)
-    if job is None:
-        print(f"allot: job {args.job!r}: no such job", file=sys.stderr)
+        answer = await ask(client, EXPLAIN, ExplainQuery(job_id=args.job))
+    if answer is None:
         return 1
-    view = render.explain(state, job, time.time_ns())
-    view["trail"] = [msgspec.to_builtins(step) for step in trail(records, args.job)]
-    emit(args, view, render.explain_text(view))
+    emit(args, answer.data, render.explain_text(answer.data))
     return 0
 
 
@@ -204,25 +274,30 @@ async def _node_command(args: argparse.Namespace, request: NodeCommandRequest) -
 
 async def cmd_nodes(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
-    data = [render.node_view(n) for _, n in sorted(state.nodes.items())]
-    emit(args, data, render.nodes_table(state))
+        answer = await ask(client, NODES, NodesQuery())
+    if answer is None:
+        return 2
+    nodes = {view["node_id"]: as_node(view) for view in answer.data}
+    emit(args, answer.data, render.nodes_table(nodes))
     return 0
 
 
 async def cmd_nodes_show(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
-    node = state.nodes.get(args.node)
-    if node is None:
-        known = ", ".join(sorted(state.nodes)) or "none"
-        print(f"allot: no node {args.node!r} (nodes: {known})", file=sys.stderr)
+        answer = await ask(client, NODES, NodesQuery(node_id=args.node))
+    if answer is None:
         return 2
+    [view] = answer.data
+    node = as_node(view)
     summary = f"{args.node}: {render.node_state(node)}"
     if why := render.why_unavailable(node):
         summary += render.printable(f" ({why})")
-    emit(args, render.node_view(node), f"{summary}\n{render.gpus_table(node)}")
+    emit(args, view, f"{summary}\n{render.gpus_table(node)}")
     return 0
+
+
+def as_node(view: dict[str, Any]) -> NodeRecord:
+    return msgspec.convert(view, NodeRecord, strict=False)
 
 
 async def cmd_nodes_gpu(args: argparse.Namespace) -> int:
@@ -276,9 +351,12 @@ async def cmd_accounts_apply(args: argparse.Namespace) -> int:
 
 async def cmd_accounts_show(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
-    accounts = {path: msgspec.to_builtins(s) for path, s in sorted(state.accounts.items())}
-    emit(args, accounts, render.accounts_table(state))
+        answer = await ask(client, ACCOUNTS, AccountsQuery())
+    if answer is None:
+        return 2
+    tree = answer.data["accounts"]
+    settings = {path: msgspec.convert(s, AccountSettings) for path, s in tree.items()}
+    emit(args, tree, render.accounts_table(settings))
     return 0
 
 
@@ -305,8 +383,10 @@ async def cmd_budget_grant(args: argparse.Namespace) -> int:
 
 async def cmd_budget_show(args: argparse.Namespace) -> int:
     async with await connect(args) as client:
-        state = await client.state()
-    rows = render.budget_rows(state, time.time_ns(), args.window)
+        answer = await ask(client, ACCOUNTS, AccountsQuery(window_ns=args.window))
+    if answer is None:
+        return 2
+    rows = answer.data["budget"]
     emit(args, rows, render.budget_table(rows))
     return 0
 
@@ -621,10 +701,36 @@ def build_parser() -> argparse.ArgumentParser:
         "command", nargs=argparse.REMAINDER, help="-- then the command and its arguments"
     )
 
-    status = add("status", cmd_status, "all jobs, or one job in detail")
+    status = add("status", cmd_status, "jobs, newest first (filters below), or one job in detail")
     status.add_argument("job", nargs="?")
+    status.add_argument(
+        "--state", action="append", default=[], choices=[str(s) for s in JobStatus],
+        help="only jobs in this state (repeat for several)",
+    )  # fmt: skip
+    status.add_argument(
+        "--account", action="append", default=[], help="only jobs of this account or below it"
+    )
+    status.add_argument(
+        "--user", action="append", default=[], help="only jobs this identity submitted"
+    )
+    status.add_argument(
+        "--limit", type=int, default=100, help="at most this many jobs, newest first (100)"
+    )
+    status.add_argument("--all", action="store_true", help="every job that matches")
+    status.add_argument(
+        "-o", "--format", metavar="COLUMNS",
+        help=f"columns to show, e.g. job,status,reason (of: {','.join(render.JOB_COLUMNS)})",
+    )  # fmt: skip
 
-    add("queue", cmd_queue, "pending jobs in the planner's order, with the reason each waits")
+    queue_cmd = add(
+        "queue", cmd_queue, "pending jobs in the planner's order, with the reason each waits"
+    )
+    queue_cmd.add_argument(
+        "--account", action="append", default=[], help="only jobs of this account or below it"
+    )
+    queue_cmd.add_argument(
+        "--limit", type=int, default=500, help="at most this many jobs, from the first (500)"
+    )
     explain_cmd = add("explain", cmd_explain, "why a job waits, where it runs, how it ended")
     explain_cmd.add_argument("job")
     nodes = add("nodes", cmd_nodes, "nodes, their state and their jobs; cordon, drain, uncordon")

@@ -43,6 +43,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
+from allot.proto.queries import Answer
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -58,7 +59,9 @@ from allot.proto.subjects import (
     health,
 )
 
-R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply, NodeCommandReply)
+R = TypeVar(
+    "R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply, NodeCommandReply, Answer
+)
 
 
 class CommandError(Exception):
@@ -203,6 +206,20 @@ class AsyncClient:
             raise CommandError(reply.errors)
         return reply
 
+    async def query(self, name: str, request: msgspec.Struct, timeout: float = 10.0) -> Answer:
+        """Ask the read model (``allot.proto.queries``); its answer names the sequence of
+        the log it is true at, which is at least the log's end as this client saw it when
+        it asked (unless the query says otherwise). Raises ``CommandError`` for a question
+        it refused."""
+        if not getattr(request, "at_least", 0):
+            request = msgspec.structs.replace(request, at_least=await self.events.last_seq())
+        payload = msgspec.json.encode(request)
+        subject = command(self.principal, name)  # the same for operators and users
+        answer = await self._request(name, payload, Answer, timeout, 3, subject)
+        if answer.errors:
+            raise CommandError(answer.errors)
+        return answer
+
     async def ready(
         self, timeout: float = 30.0, services: tuple[str, ...] = ("intake", "ledger")
     ) -> None:
@@ -226,9 +243,15 @@ class AsyncClient:
         return command(self.principal, name)
 
     async def _request(
-        self, name: str, payload: bytes, reply_type: type[R], timeout: float, attempts: int
+        self,
+        name: str,
+        payload: bytes,
+        reply_type: type[R],
+        timeout: float,
+        attempts: int,
+        subject: str | None = None,
     ) -> R:
-        subject = self.subject(name)
+        subject = subject or self.subject(name)
         for attempt in range(attempts):
             try:
                 msg = await self._request_once(subject, payload, timeout)

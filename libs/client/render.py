@@ -1,7 +1,7 @@
 """Human-readable tables and JSON views of the folded state."""
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -11,8 +11,8 @@ from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_recor
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
-from allot.core.planner import Waiting
-from allot.proto.events import JobStarted, PendingReason
+from allot.core.planner import Policy, Waiting
+from allot.proto.events import AccountSettings, JobStarted, PendingReason
 
 
 def printable(text: str) -> str:
@@ -61,21 +61,31 @@ def job_view(job: JobRecord) -> dict[str, Any]:
     return view
 
 
-def jobs_table(jobs: Sequence[JobRecord]) -> str:
-    rows = [
-        [
-            j.job_id,
-            j.spec.name or "-",
-            j.spec.account,
-            shape_text(j),
-            j.status,
-            placements_text(j) or "-",
-            "-" if j.exit_code is None else j.exit_code,
-            when(j.submitted_at),
-        ]
-        for j in jobs
-    ]
-    return table(["JOB", "NAME", "ACCOUNT", "GPUS", "STATUS", "PLACED", "EXIT", "SUBMITTED"], rows)
+# The columns ``allot status`` can show (``--format``): name -> the job's value there.
+JOB_COLUMNS: dict[str, Callable[[JobRecord], object]] = {
+    "job": lambda j: j.job_id,
+    "name": lambda j: j.spec.name or "-",
+    "account": lambda j: j.spec.account,
+    "user": lambda j: j.submitted_by or "-",
+    "tier": lambda j: j.spec.tier,
+    "gpus": shape_text,
+    "status": lambda j: j.status,
+    "placed": lambda j: placements_text(j) or "-",
+    "exit": lambda j: "-" if j.exit_code is None else j.exit_code,
+    "submitted": lambda j: when(j.submitted_at),
+    "started": lambda j: when(j.started_at),
+    "ended": lambda j: when(j.ended_at),
+    "reason": lambda j: reason_text(j.reason) if j.reason is not None else j.end_reason or "-",
+    "attempts": lambda j: j.attempts,
+    "preemptions": lambda j: j.preemptions,
+}
+DEFAULT_JOB_COLUMNS = ("job", "name", "account", "gpus", "status", "placed", "exit", "submitted")
+
+
+def jobs_table(jobs: Sequence[JobRecord], columns: Sequence[str] = DEFAULT_JOB_COLUMNS) -> str:
+    """One row a job, in ``columns`` (names of ``JOB_COLUMNS``)."""
+    rows = [[JOB_COLUMNS[c](j) for c in columns] for j in jobs]
+    return table([c.upper() for c in columns], rows)
 
 
 def job_detail(job: JobRecord) -> str:
@@ -107,15 +117,15 @@ def job_detail(job: JobRecord) -> str:
     return "\n".join(lines)
 
 
-def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
-    """Pending jobs in the planner's order, each with why it waits as the planner sees it
-    now (the figures of the moment included), its account's rank and an estimated start
-    where one is known."""
-    ranked = standings(state, now, DEFAULT_POLICY.fair_share)
-    decided = plan(state, now, DEFAULT_POLICY, whole_queue=True)
+def queue_rows(state: State, now: int, policy: Policy = DEFAULT_POLICY) -> list[dict[str, Any]]:
+    """Pending jobs in the order of the planner's ``policy``, each with why it waits as the
+    planner sees it now (the figures of the moment included), its account's rank and an
+    estimated start where one is known."""
+    ranked = standings(state, now, policy.fair_share)
+    decided = plan(state, now, policy, whole_queue=True)
     waiting = {w.reason.job_id: w for w in decided.waiting}
     rows = []
-    for position, job in enumerate(queue(state, now, DEFAULT_POLICY), start=1):
+    for position, job in enumerate(queue(state, now, policy), start=1):
         standing = ranked.get(job.spec.account)
         seen = waiting.get(job.job_id)
         start = None if seen is None else seen.detail.get("estimated_start")
@@ -128,6 +138,7 @@ def queue_rows(state: State, now: int) -> list[dict[str, Any]]:
                 "account": job.spec.account,
                 "account_rank": None if standing is None else standing.rank,
                 "gpus": shape_text(job),
+                "queued_at": job.queued_at,
                 "waiting_s": max(0, now - job.queued_at) // 10**9,
                 "max_wait_exceeded": job.max_wait_exceeded,
                 "reason": None if seen is None else msgspec.to_builtins(seen.reason),
@@ -174,9 +185,9 @@ def node_view(node: NodeRecord) -> dict[str, Any]:
     return view
 
 
-def nodes_table(state: State) -> str:
+def nodes_table(nodes: Mapping[str, NodeRecord]) -> str:
     rows = []
-    for node_id, node in sorted(state.nodes.items()):
+    for node_id, node in sorted(nodes.items()):
         model = node.gpus[0].model if node.gpus else "-"
         jobs = sorted(set(node.allocated.values()))
         islands = " ".join(spans(i) for i in node.nvlink_islands if i) or "-"
@@ -318,9 +329,9 @@ def gpus_table(node: NodeRecord) -> str:
     return table([*headers, "REASON"], rows)
 
 
-def accounts_table(state: State) -> str:
+def accounts_table(accounts: Mapping[str, AccountSettings]) -> str:
     rows = []
-    for path, settings in sorted(state.accounts.items()):
+    for path, settings in sorted(accounts.items()):
         depth = path.count("/")
         name = "  " * depth + path.rsplit("/", 1)[-1]
         quota = ", ".join(f"{r} {n}" for r, n in sorted(settings.quota.items())) or "-"
@@ -329,10 +340,12 @@ def accounts_table(state: State) -> str:
     return table(["ACCOUNT", "PATH", "WEIGHT", "QUOTA", "MAX WAIT"], rows)
 
 
-def budget_rows(state: State, now: int, window_ns: int) -> list[dict[str, Any]]:
+def budget_rows(
+    state: State, now: int, window_ns: int, fair_share: FairSharePolicy = DEFAULT_POLICY.fair_share
+) -> list[dict[str, Any]]:
     """Per account: its share among siblings, usage in the window, fair-share level factor
-    and rank (decayed usage, the planner's policy), and budget left this period."""
-    ranked = standings(state, now, DEFAULT_POLICY.fair_share)
+    and rank (decayed usage, the planner's ``fair_share``), and budget left this period."""
+    ranked = standings(state, now, fair_share)
     windowed = standings(state, now, FairSharePolicy(window_ns=window_ns))
     rows = []
     for path, standing in sorted(ranked.items(), key=lambda item: item[1].rank):
@@ -395,10 +408,18 @@ def owed_table(report: list[OwedDelivered]) -> str:
     return table(headers, rows)
 
 
-def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
+def explain(
+    state: State,
+    job: JobRecord,
+    now: int,
+    policy: Policy = DEFAULT_POLICY,
+    row: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Why a job is where it is: its place and reason while it waits, where and how it
-    was admitted, how it ended; and the fair-share numbers of its account."""
-    standing = standings(state, now, DEFAULT_POLICY.fair_share).get(job.spec.account)
+    was admitted, how it ended; and the fair-share numbers of its account, as the planner's
+    ``policy`` sees them. ``row``: the job's row of ``queue_rows``, if they were made
+    already (else the queue is planned here)."""
+    standing = standings(state, now, policy.fair_share).get(job.spec.account)
     view: dict[str, Any] = {
         "job_id": job.job_id,
         "status": str(job.status),
@@ -415,17 +436,17 @@ def explain(state: State, job: JobRecord, now: int) -> dict[str, Any]:
         },
     }
     if job.job_id in state.pending:
-        decided = plan(state, now, DEFAULT_POLICY, whole_queue=True)
-        seen = next((w for w in decided.waiting if w.reason.job_id == job.job_id), None)
+        if row is None:
+            row = next(
+                (r for r in queue_rows(state, now, policy) if r["job_id"] == job.job_id), None
+            )
         view["queue_length"] = len(state.pending)
         view["recorded_reason"] = reason_text(job.reason)
         view["max_wait_exceeded"] = job.max_wait_exceeded
-        if seen is None:
-            view["reason"] = "admitted by the next plan"
-        else:
-            view.update(position=seen.position, reason=waiting_text(seen))
-            if "estimated_start" in seen.detail:
-                view["estimated_start"] = when(int(seen.detail["estimated_start"]))
+        if row is not None:
+            view.update(position=row["position"], reason=row["reason_text"])
+            if row["estimated_start"] is not None:
+                view["estimated_start"] = when(int(row["estimated_start"]))
     if job.placements:
         view.update(placements=placements_text(job), funded=job.funded)
     if job.status.terminal:

@@ -117,6 +117,8 @@ class Stack:
         secure: bool = True,
         tls: bool = False,
         metrics_port: int | None = None,
+        view_refresh_s: float = 1.0,
+        planner_args: tuple[str, ...] = (),
     ):
         """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not."""
         self.data_dir = Path(data_dir).resolve()
@@ -137,6 +139,8 @@ class Stack:
         # (``allot.bus.local_ca``), which every client of it is given to trust.
         self.tls_dir = self.data_dir / "tls" if tls else None
         self.metrics_port = _usable(metrics_port)
+        self.view_refresh_s = view_refresh_s  # how often the read model recomputes the queue
+        self.planner_args = list(planner_args)  # its policy, as `allot-planner --help` says
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -207,11 +211,12 @@ class Stack:
         await prepare_log(self.url, self.keyring, self._tls())  # before anyone needs it
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
-        self._add("planner", [])
+        self._add("planner", self.planner_args)
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
         self._add("preemptor", ["--tick", str(min(1.0, self.heartbeat_s))])
         if self.metrics_port is not None:
             self._add("metrics", ["--port", str(self.metrics_port)])
+        self._add("view", ["--refresh", str(self.view_refresh_s)])
         for node in self.nodes:
             self._add(
                 node.node_id,
@@ -287,7 +292,7 @@ class Stack:
 
     async def _wait_ready(self, timeout: float) -> None:
         async with asyncio.timeout(timeout), await self.client() as client:
-            await client.ready(timeout)
+            await client.ready(timeout, ("intake", "ledger", "view"))
             wanted = {n.node_id for n in self.nodes}
             async with contextlib.aclosing(client.states()) as states:
                 async for state in states:

@@ -60,7 +60,7 @@ def verify(
     for record in plan_records:
         event = record.event
         if isinstance(event, PolicyAdopted):
-            adopted = _policy(event)
+            adopted = adopted_policy(event.policy_json, event.policy_hash)
             if adopted is None:
                 result.warnings.append(f"policy {event.policy_hash} at {record.seq} is unreadable")
             else:
@@ -123,15 +123,15 @@ def _basis(record: LogRecord) -> str:
     return str(event.basis_seq) if isinstance(event, PlanComputed) else "unknown"
 
 
-def _policy(event: PolicyAdopted) -> Policy | None:
+def adopted_policy(policy_json: str, hashed: str) -> Policy | None:
     """The policy a planner adopted, if its settings are readable and match its hash."""
     try:
-        data = event.policy_json.encode()
+        data = policy_json.encode()
         check_json(data, MAX_EVENT_BYTES)
         policy = msgspec.json.decode(data, type=Policy)
     except msgspec.DecodeError:
         return None
-    return policy if policy_hash(policy) == event.policy_hash else None
+    return policy if policy_hash(policy) == hashed else None
 
 
 def compare(seq: int, recorded: PlanComputed, recomputed: Plan) -> Divergence | None:

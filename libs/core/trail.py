@@ -38,36 +38,78 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
 
 def trail(records: Collection[LogRecord], job_id: str) -> list[Step]:
     """The steps, as the fold took them: a decision the fold ignored is no step."""
-    steps: list[Step] = []
-    checkpoints = 0
+    trails = Trails(job_id)
     state = State()
     for record in records:
+        trails.fold(state, record, records)
+    return trails.of(job_id)
+
+
+class Trails:
+    """Every job's trail (or one job's), kept while folding: a reader that folds the log
+    once answers any job's story without reading the log again."""
+
+    def __init__(self, only: str | None = None):
+        self.only = only
+        self._steps: dict[str, list[Step]] = {}
+        self._checkpoints: dict[str, int] = {}
+
+    def of(self, job_id: str) -> list[Step]:
+        """The job's steps; a reason holds until whatever came next."""
+        steps = self._steps.get(job_id, [])
+        return [
+            msgspec.structs.replace(step, until=steps[n + 1].at)
+            if step.what == "waiting" and n + 1 < len(steps)
+            else step
+            for n, step in enumerate(steps)
+        ]
+
+    def fold(
+        self, state: State, record: LogRecord, records: Collection[LogRecord] | None = None
+    ) -> None:
+        """Fold ``record`` into ``state`` (``apply_record``) and note the steps it makes."""
         event = record.event
-        ignored = state.ignored_count
-        job = state.jobs.get(job_id)
-        was_pending = job is not None and job_id in state.pending
-        apply_record(state, record, records)
-        if event is None:
-            continue
         if isinstance(event, PlanComputed):
+            self._fold_plan(state, record, event, records)
+            return
+        ignored = state.ignored_count
+        apply_record(state, record, records)
+        job_id = getattr(event, "job_id", None)
+        if event is None or not isinstance(job_id, str) or state.ignored_count != ignored:
+            return
+        if self.only is not None and job_id != self.only:
+            return
+        steps = self._steps.setdefault(job_id, [])
+        if isinstance(event, JobCheckpointed):
+            self._checkpoints[job_id] = self._checkpoints.get(job_id, 0) + 1
+            if steps and steps[-1].what == "checkpointed":
+                steps.pop()  # a run of checkpoints reads as its latest
+        step = _from_job_event(record.seq, event, self._checkpoints.get(job_id, 0))
+        if step is not None:
+            steps.append(step)
+
+    def _fold_plan(
+        self,
+        state: State,
+        record: LogRecord,
+        plan: PlanComputed,
+        records: Collection[LogRecord] | None,
+    ) -> None:
+        named = {d.job_id for d in plan.pending} | {d.job_id for d in plan.admissions}
+        named |= {d.job_id for d in plan.preemptions} | {hold.job_id for hold in plan.holds}
+        if self.only is not None:
+            named &= {self.only}
+        was_pending = {job_id for job_id in named if job_id in state.pending}
+        apply_record(state, record, records)
+        for job_id in sorted(named):
             job = state.jobs.get(job_id)
-            admitted = was_pending and job is not None and job_id not in state.pending
-            steps += _from_plan(record.seq, event, job, was_pending, admitted)
-        elif getattr(event, "job_id", None) == job_id and state.ignored_count == ignored:
-            if isinstance(event, JobCheckpointed):
-                checkpoints += 1
-                if steps and steps[-1].what == "checkpointed":
-                    steps.pop()  # a run of checkpoints reads as its latest
-            step = _from_job_event(record.seq, event, checkpoints)
-            if step is not None:
-                steps.append(step)
-    # A reason holds until whatever came next.
-    return [
-        msgspec.structs.replace(step, until=steps[n + 1].at)
-        if step.what == "waiting" and n + 1 < len(steps)
-        else step
-        for n, step in enumerate(steps)
-    ]
+            if job is None:
+                continue
+            pending = job_id in was_pending
+            admitted = pending and job_id not in state.pending
+            made = _from_plan(record.seq, plan, job, pending, admitted)
+            if made:
+                self._steps.setdefault(job_id, []).extend(made)
 
 
 def _from_plan(

@@ -1,6 +1,7 @@
 import argparse
+from typing import get_args
 
-from allot.core import DEFAULT_POLICY
+from allot.core import DEFAULT_POLICY, Policy
 from allot.services.planner.app import serve
 from allot.services.runtime import run_service
 
@@ -18,6 +19,12 @@ parser.add_argument(
 )
 parser.add_argument(
     "--no-backfill", action="store_true", help="no reservation for the head job, no backfill"
+)
+parser.add_argument(
+    "--order",
+    choices=get_args(Policy.__annotations__["order"]),
+    default=DEFAULT_POLICY.order,
+    help=f"how the queue is ordered (default {DEFAULT_POLICY.order})",
 )
 parser.add_argument(
     "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"

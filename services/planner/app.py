@@ -195,6 +195,7 @@ def policy_from(args: argparse.Namespace) -> Policy:
         aging_step_ns=parse_duration(args.aging_step),
         aging_max_ranks=args.aging_max,
         backfill=not args.no_backfill,
+        order=args.order,
     )
 
 

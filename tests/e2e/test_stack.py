@@ -263,7 +263,7 @@ async def test_queue_and_explain_show_order_reasons_and_placement(
             s.jobs.get(j) is not None and s.jobs[j].reason is not None for j in (batch, interactive)
         ),
     )
-    rows = json.loads(cli(stack, "queue", "--json").stdout)
+    rows = json.loads(cli(stack, "queue", "--json").stdout)["rows"]
     assert [(r["job_id"], r["tier"], r["reason_text"]) for r in rows] == [
         (interactive, "interactive", "NO_FIT(need 4); free 2"),
         (batch, "batch", "NO_FIT(need 4); free 2"),

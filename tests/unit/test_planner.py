@@ -178,9 +178,15 @@ def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
     from allot.services.planner.app import policy_from
 
     args = argparse.Namespace(
-        half_life="7d", usage_window=None, aging_step="1h", aging_max=4, no_backfill=False
+        half_life="7d",
+        usage_window=None,
+        aging_step="1h",
+        aging_max=4,
+        no_backfill=False,
+        order="fair-share",
     )
     assert policy_from(args) == DEFAULT_POLICY
+    assert policy_from(argparse.Namespace(**{**vars(args), "order": "fifo"})).order == "fifo"
     with pytest.raises(ValueError, match="--aging-max=-1"):
         policy_from(argparse.Namespace(**{**vars(args), "aging_max": -1}))
     windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))

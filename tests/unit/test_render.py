@@ -64,12 +64,12 @@ def test_nodes_show_islands_as_they_are_and_why_a_node_takes_no_work() -> None:
             meta=b.meta(), node_id="n1", drain=True, reason="GPU 2: XID 79", by="telemetry"
         ),
     )
-    [row] = [line for line in render.nodes_table(state).splitlines() if line.startswith("n1")]
+    [row] = [line for line in render.nodes_table(state.nodes).splitlines() if line.startswith("n1")]
     assert "healthy,draining" in row
     assert "0,2 1,3" in row
     assert "2:xid" in row
     assert "drain (by telemetry): GPU 2: XID 79" in row
-    assert render.nodes_table(state).splitlines()[0].split()[-3:] == ["GPU", "FAULTS", "WHY"]
+    assert render.nodes_table(state.nodes).splitlines()[0].split()[-3:] == ["GPU", "FAULTS", "WHY"]
 
 
 def test_the_jobs_that_ran_on_a_gpu_are_the_starts_the_log_took() -> None:

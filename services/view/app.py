@@ -1,0 +1,102 @@
+"""Answers queries (``allot.proto.queries``) from the read model, once it has read the log.
+
+Queries share the commands' runtime (``allot.services.commands``): bounded lanes, one reply
+to every request, the sender named by the subject. They are answered only once the log has
+been read to its end, so no answer describes a log half read.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import msgspec
+
+from allot.bus.eventlog import EventLog, Record
+from allot.proto.commands import FieldError
+from allot.proto.queries import (
+    ACCOUNTS,
+    EXPLAIN,
+    JOB,
+    JOBS,
+    NODES,
+    QUERIES,
+    QUEUE,
+    Answer,
+)
+from allot.services.commands import Commands, Lane
+from allot.services.replies import Handler, Sender, decode_request
+from allot.services.runtime import Clock, follow_state
+from allot.services.view.model import ReadModel
+
+log = logging.getLogger("allot.view")
+MAX_WAITING = 256  # queries; each is answered in about a millisecond
+AT_ONCE = 64  # queries waiting for the log to be folded up to what they ask
+CATCH_UP_S = 2.0  # how long a query waits for that, at most; then it is answered as it is
+
+
+class View:
+    def __init__(self, events: EventLog, clock: Clock | None = None, refresh_s: float = 1.0):
+        self.events = events
+        self.clock = clock or Clock()
+        self.model = ReadModel(self.clock, refresh_s)
+        self.commands = Commands("view", self.clock)
+        self._refolds = 0
+        self._moved = asyncio.Event()  # set, and replaced, as each record is folded
+        lane = Lane(at_once=AT_ONCE, max_waiting=MAX_WAITING)
+        handlers: dict[str, Callable[..., Answer]] = {
+            JOBS: self.model.jobs,
+            JOB: self.model.job,
+            QUEUE: self.model.queue,
+            EXPLAIN: self.model.explain,
+            NODES: self.model.nodes,
+            ACCOUNTS: self.model.accounts,
+        }
+        for name, method in handlers.items():
+            self.commands.answer(name, self._handler(name, method), lane)
+
+    async def run(self) -> None:
+        await follow_state(
+            self.events,
+            self.model.state,
+            self._caught_up,
+            self.model.refresh_s,
+            note=self._folded,
+            fold_record=self.model.fold,
+        )
+
+    def _folded(self, record: Record) -> None:
+        self._moved.set()
+        self._moved = asyncio.Event()
+
+    async def folded_to(self, seq: int, timeout_s: float = CATCH_UP_S) -> None:
+        """Return once the log is folded up to ``seq``, or ``timeout_s`` has passed."""
+        deadline = self.clock.monotonic() + timeout_s
+        while self.model.state.seq < seq and (left := deadline - self.clock.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._moved.wait(), left)
+
+    def _handler(self, name: str, method: Callable[..., Answer]) -> Handler:
+        kind = QUERIES[name].request
+
+        async def handle(payload: bytes, sender: Sender) -> msgspec.Struct:
+            query = decode_request(payload, kind)
+            if isinstance(query, FieldError):
+                return Answer(errors=[query])
+            await self.folded_to(getattr(query, "at_least", 0))
+            return method(query)
+
+        return handle
+
+    async def _caught_up(self) -> None:
+        state = self.model.state
+        if state.refolds != self._refolds:  # a quarantine: the trails are folded again too
+            self.model.refolded(await self.events.read(1, state.seq))
+            self._refolds = state.refolds
+        self.model.refresh()
+        await self.commands.serve(self.events.nc)
+
+
+async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    await View(events, refresh_s=args.refresh).run()

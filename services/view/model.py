@@ -1,0 +1,206 @@
+"""The read model: the log folded once, and every reader's question answered from it.
+
+Answers cost what they hold, not what the log holds: a job, a node or a trail is looked up;
+a list of jobs is walked newest first until the page is full; the queue (the planner's
+order, reasons and estimated starts, under the policy the planner recorded) is computed
+once per change of the log, at most every ``refresh_s``, off the path of any query.
+"""
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import msgspec
+
+from allot.client import render
+from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
+from allot.core.fold import LogRecord
+from allot.core.replay import adopted_policy
+from allot.core.trail import Trails
+from allot.proto.commands import FieldError
+from allot.proto.events import PlanComputed
+from allot.proto.queries import (
+    AccountsQuery,
+    Answer,
+    ExplainQuery,
+    JobQuery,
+    JobsQuery,
+    NodesQuery,
+    QueueQuery,
+)
+from allot.services.runtime import Clock
+
+# An answer stays below NATS's 1 MiB payload, whatever the jobs' specs hold.
+MAX_ANSWER_BYTES = 768 << 10
+SHOWN_IGNORED = 3  # of the events the fold refused, the latest
+
+
+class Derived(msgspec.Struct, kw_only=True):
+    """What is computed from the whole state once per change, for every query to share."""
+
+    seq: int = -1  # the folded sequence it was computed at
+    computed_at: float = float("-inf")  # monotonic seconds
+    policy: Policy = DEFAULT_POLICY
+    policy_hash: str = ""
+    rows: list[dict[str, Any]] = []  # the queue, in the planner's order
+    by_job: dict[str, dict[str, Any]] = {}  # job id -> its row
+
+
+class ReadModel:
+    def __init__(self, clock: Clock | None = None, refresh_s: float = 1.0):
+        self.clock = clock or Clock()
+        self.refresh_s = refresh_s
+        self.state = State()
+        self.trails = Trails()
+        self.plan_policy = ""  # the hash of the policy the latest plan names
+        self.derived = Derived()
+
+    # --- folding ----------------------------------------------------------------------
+
+    def fold(self, state: State, record: LogRecord) -> None:
+        """Fold one record (``state`` is ``self.state``), keeping every job's trail."""
+        self.trails.fold(state, record)
+        if isinstance(record.event, PlanComputed):
+            self.plan_policy = record.event.policy_hash
+
+    def refolded(self, records: Sequence[LogRecord]) -> None:
+        """The state was folded again (a quarantine): so are the trails."""
+        self.trails = Trails()
+        scratch = State()
+        for record in records:
+            self.trails.fold(scratch, record, records)
+
+    def recorded_policy(self) -> tuple[Policy, str]:
+        """The policy the latest plan was made under, and its hash; the default (hash "")
+        before any plan, or when its settings are not in the log."""
+        settings = self.state.policies.get(self.plan_policy)
+        policy = adopted_policy(settings, self.plan_policy) if settings is not None else None
+        return (policy, self.plan_policy) if policy is not None else (DEFAULT_POLICY, "")
+
+    def refresh(self, force: bool = False) -> None:
+        """Compute the queue again if the log moved, at most every ``refresh_s``."""
+        derived = self.derived
+        if derived.seq == self.state.seq and not force:
+            return
+        if not force and self.clock.monotonic() - derived.computed_at < self.refresh_s:
+            return
+        policy, hashed = self.recorded_policy()
+        rows = render.queue_rows(self.state, self.clock.now(), policy)
+        self.derived = Derived(
+            seq=self.state.seq,
+            computed_at=self.clock.monotonic(),
+            policy=policy,
+            policy_hash=hashed,
+            rows=rows,
+            by_job={row["job_id"]: row for row in rows},
+        )
+
+    # --- answers ----------------------------------------------------------------------
+
+    def jobs(self, query: JobsQuery) -> Answer:
+        states, users = set(query.states), set(query.users)
+        found: list[JobRecord] = []
+        size = 0
+        more = False
+        for job in self._newest_first(query):
+            if states and str(job.status) not in states:
+                continue
+            if users and job.submitted_by not in users:
+                continue
+            if query.accounts and not any(_within(job.spec.account, a) for a in query.accounts):
+                continue
+            size += len(msgspec.json.encode(job))
+            if len(found) == query.limit or size > MAX_ANSWER_BYTES:
+                more = True
+                break
+            found.append(job)
+        data = [render.job_view(job) for job in found]
+        after = found[-1].submitted_seq if more and found else None
+        state = self.state
+        ignored = [f"{i.seq} {i.type}: {i.reason[:200]}" for i in state.ignored[-SHOWN_IGNORED:]]
+        return Answer(seq=state.seq, data=data, more=more, next_before=after,
+                      ignored_count=state.ignored_count, ignored=ignored)  # fmt: skip
+
+    def _newest_first(self, query: JobsQuery) -> Iterator[JobRecord]:
+        """Jobs newest first, from ``query.before``; only the waiting ones where only they
+        are asked for (they are indexed), so a page costs about its own length."""
+        jobs = self.state.jobs
+        if set(query.states) == {"pending"}:
+            ids: Iterator[str] = reversed(self.state.pending)
+            candidates = (jobs[i] for i in ids if i in jobs)
+        else:
+            candidates = (jobs[i] for i in reversed(jobs))
+        if query.before is None:
+            return candidates
+        before = query.before
+        return itertools.dropwhile(lambda job: job.submitted_seq >= before, candidates)
+
+    def job(self, query: JobQuery) -> Answer:
+        job = self.state.jobs.get(query.job_id)
+        if job is None:
+            return self._no_job(query.job_id)
+        return Answer(seq=self.state.seq, data=render.job_view(job))
+
+    def queue(self, query: QueueQuery) -> Answer:
+        self.refresh(force=self.derived.seq < max(0, query.at_least))
+        derived = self.derived
+        rows = derived.rows
+        if query.accounts:
+            rows = [r for r in rows if any(_within(r["account"], a) for a in query.accounts)]
+        page = rows[query.offset : query.offset + query.limit]
+        now = self.clock.now()
+        shown = [{**row, "waiting_s": max(0, now - row["queued_at"]) // 10**9} for row in page]
+        data = {
+            "policy": derived.policy.name,
+            "policy_hash": derived.policy_hash or None,  # None: no plan recorded one yet
+            "computed_at_seq": derived.seq,
+            "rows": shown,
+        }
+        more = query.offset + query.limit < len(rows)
+        return Answer(seq=self.state.seq, data=data, more=more, total=len(rows))
+
+    def explain(self, query: ExplainQuery) -> Answer:
+        job = self.state.jobs.get(query.job_id)
+        if job is None:
+            return self._no_job(query.job_id)
+        self.refresh(force=self.derived.seq < max(0, query.at_least))
+        derived = self.derived
+        row = derived.by_job.get(job.job_id)
+        if job.job_id in self.state.pending and row is None:
+            row = {"position": None, "reason_text": "admitted by the next plan",
+                   "estimated_start": None}  # fmt: skip
+        now = self.clock.now()
+        view = render.explain(self.state, job, now, derived.policy, row)
+        view["trail"] = [msgspec.to_builtins(step) for step in self.trails.of(job.job_id)]
+        return Answer(seq=self.state.seq, data=view)
+
+    def nodes(self, query: NodesQuery) -> Answer:
+        nodes = self.state.nodes
+        if query.node_id is not None:
+            node = nodes.get(query.node_id)
+            if node is None:
+                known = ", ".join(sorted(nodes)[:20]) or "none"
+                return self._refused("node_id", query.node_id, f"no such node (nodes: {known})")
+            return Answer(seq=self.state.seq, data=[render.node_view(node)])
+        data = [render.node_view(node) for _, node in sorted(nodes.items())]
+        return Answer(seq=self.state.seq, data=data)
+
+    def accounts(self, query: AccountsQuery) -> Answer:
+        policy, _ = self.recorded_policy()
+        tree = {path: msgspec.to_builtins(s) for path, s in sorted(self.state.accounts.items())}
+        budget = render.budget_rows(
+            self.state, self.clock.now(), query.window_ns, policy.fair_share
+        )
+        return Answer(seq=self.state.seq, data={"accounts": tree, "budget": budget})
+
+    def _no_job(self, job_id: str) -> Answer:
+        return self._refused("job_id", job_id, "no such job")
+
+    def _refused(self, field: str, value: str, message: str) -> Answer:
+        error = FieldError(field=field, value=value, message=message)
+        return Answer(seq=self.state.seq, errors=[error])
+
+
+def _within(account: str, ancestor: str) -> bool:
+    """Whether ``account`` is ``ancestor`` or below it in the tree."""
+    return account == ancestor or account.startswith(ancestor + "/")

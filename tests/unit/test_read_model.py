@@ -1,0 +1,129 @@
+"""The read model: answers from one fold, pages newest first, the planner's recorded policy."""
+
+import msgspec
+
+from allot.bus.codec import encode
+from allot.bus.eventlog import make_record
+from allot.core import DEFAULT_POLICY, policy_hash
+from allot.core.trail import trail
+from allot.proto.events import Event, PendingReason, PolicyAdopted
+from allot.proto.queries import ExplainQuery, JobQuery, JobsQuery, NodesQuery, QueueQuery
+from allot.proto.subjects import subject_for
+from allot.services.runtime import Clock
+from allot.services.view.model import MAX_ANSWER_BYTES, ReadModel
+from tests import builders as b
+
+S = 10**9
+
+
+class FixedClock(Clock):
+    def __init__(self, now: int):
+        self.at = now
+
+    def now(self) -> int:
+        return self.at
+
+    def monotonic(self) -> float:
+        return self.at / S
+
+
+def model_of(*events: Event, now: int = 100 * S) -> ReadModel:
+    model = ReadModel(FixedClock(now), refresh_s=1.0)
+    for seq, event in enumerate(events, start=1):
+        model.fold(model.state, make_record(seq, subject_for(event), encode(event), {}))
+    return model
+
+
+def test_jobs_come_newest_first_page_by_page_and_filtered() -> None:
+    model = model_of(
+        b.node("n1", 1),
+        *(b.submitted(f"j{n}", 1, by="alice" if n % 2 else "bob") for n in range(7)),
+        b.plan(("j0", "n1", [0])),
+    )
+    first = model.jobs(JobsQuery(limit=3))
+    assert [j["job_id"] for j in first.data] == ["j6", "j5", "j4"]
+    assert first.more
+    assert first.seq == 9
+    second = model.jobs(JobsQuery(limit=3, before=first.next_before))
+    assert [j["job_id"] for j in second.data] == ["j3", "j2", "j1"]
+    last = model.jobs(JobsQuery(limit=3, before=second.next_before))
+    assert [j["job_id"] for j in last.data] == ["j0"]
+    assert not last.more
+
+    alice = model.jobs(JobsQuery(users=["alice"]))
+    assert [j["job_id"] for j in alice.data] == ["j5", "j3", "j1"]
+    admitted = model.jobs(JobsQuery(states=["admitted"]))
+    assert [j["job_id"] for j in admitted.data] == ["j0"]
+    waiting = model.jobs(JobsQuery(states=["pending"], limit=2))
+    assert [j["job_id"] for j in waiting.data] == ["j6", "j5"]
+    assert waiting.more
+    assert model.jobs(JobsQuery(accounts=["lab"])).data != []  # an account and those below it
+    assert model.jobs(JobsQuery(accounts=["la"])).data == []  # not a prefix of its name
+
+
+def test_an_answer_stays_below_the_payload_limit_whatever_the_specs_hold() -> None:
+    huge = ["x" * 100_000]
+    model = model_of(*(b.submitted(f"j{n}", 1, command=huge) for n in range(20)))
+    answer = model.jobs(JobsQuery(limit=20))
+    assert answer.more
+    assert 0 < len(answer.data) < 20
+    assert len(msgspec.json.encode(answer)) < MAX_ANSWER_BYTES + 200_000
+
+
+def test_the_queue_is_ordered_by_the_policy_the_latest_plan_names() -> None:
+    fifo = msgspec.structs.replace(DEFAULT_POLICY, name="fifo-lab", order="fifo")
+    adopted = PolicyAdopted(
+        meta=b.meta(),
+        name=fifo.name,
+        policy_hash=policy_hash(fifo),
+        policy_json=msgspec.json.encode(fifo).decode(),
+    )
+    # Fair share would put the account that sorts first ahead; FIFO keeps submission order.
+    submissions = (
+        b.node("n1", 1),
+        b.submitted("held", 1, account="m-team"),
+        b.plan(("held", "n1", [0])),
+        b.submitted("z-first", 1, account="z-team", at=2 * S),
+        b.submitted("a-second", 1, account="a-team", at=3 * S),
+    )
+    by_default = model_of(*submissions).queue(QueueQuery())
+    assert [r["job_id"] for r in by_default.data["rows"]] == ["a-second", "z-first"]
+    assert by_default.data["policy_hash"] is None  # no plan named a policy the log holds
+
+    fifo_plan = msgspec.structs.replace(b.plan(), policy="fifo-lab", policy_hash=policy_hash(fifo))
+    answer = model_of(*submissions, adopted, fifo_plan).queue(QueueQuery())
+    assert [r["job_id"] for r in answer.data["rows"]] == ["z-first", "a-second"]
+    assert (answer.data["policy"], answer.total) == ("fifo-lab", 2)
+    page = model_of(*submissions, adopted, fifo_plan).queue(QueueQuery(limit=1, offset=1))
+    assert [r["position"] for r in page.data["rows"]] == [2]
+    assert not page.more
+
+
+def test_explain_answers_with_the_trail_the_whole_log_would_give() -> None:
+    events = (
+        b.node("n1", 1),
+        b.submitted("j", 1, at=S),
+        msgspec.structs.replace(
+            b.plan(), pending=[PendingReason(job_id="j", code="NO_FIT", params={"need": 1})]
+        ),
+        b.plan(("j", "n1", [0])),
+        b.started("j", "n1", [0]),
+        b.exited("j", "n1", 0),
+    )
+    model = model_of(*events)
+    view = model.explain(ExplainQuery(job_id="j")).data
+    records = [make_record(n, subject_for(e), encode(e), {}) for n, e in enumerate(events, 1)]
+    assert view["trail"] == [msgspec.to_builtins(step) for step in trail(records, "j")]
+    assert [step["what"] for step in view["trail"]] == [
+        "submitted", "waiting", "admitted", "started", "exited",
+    ]  # fmt: skip
+    assert (view["status"], view["exit_code"]) == ("succeeded", 0)
+
+
+def test_questions_about_what_is_not_there_name_the_field() -> None:
+    model = model_of(b.node("n1", 1))
+    [error] = model.job(JobQuery(job_id="j-nope")).errors
+    assert (error.field, error.value, error.message) == ("job_id", "j-nope", "no such job")
+    [error] = model.nodes(NodesQuery(node_id="n9")).errors
+    assert error.field == "node_id"
+    assert "n1" in error.message
