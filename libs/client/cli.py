@@ -586,6 +586,12 @@ async def cmd_bench_replay(args: argparse.Namespace) -> int:
     return bench_replay(args)
 
 
+async def cmd_bench_view(args: argparse.Namespace) -> int:
+    from allot.client.bench_view import bench_view
+
+    return await bench_view(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -941,6 +947,22 @@ def build_parser() -> argparse.ArgumentParser:
     replay_bench = add_bench("replay", cmd_bench_replay, "fold and verify a long seeded log")
     replay_bench.add_argument("--events", type=int, default=1_000_000)
     replay_bench.add_argument("--seed", type=int, default=1)
+
+    view = add_bench(
+        "view", cmd_bench_view, "allot status, queue and explain as the log grows (read model)"
+    )
+    view.add_argument(
+        "--events",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1_000, 1_000_000],
+        help="log sizes, e.g. 1000,1000000 (the default)",
+    )
+    view.add_argument("--seed", type=int, default=1)
+    view.add_argument("--repeat", type=int, default=50, help="queries of each kind per size")
+    view.add_argument("--processes", type=int, default=5, help="whole `allot` runs of each")
+    view.add_argument(
+        "--no-before", action="store_true", help="skip timing the fold in the client"
+    )
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")
