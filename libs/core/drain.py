@@ -17,7 +17,7 @@ The node is recorded drained by the executor once it holds no job.
 import msgspec
 
 from allot.core.model import JobRecord, State
-from allot.core.preemption import protected, stoppable
+from allot.core.preemption import stoppable
 
 
 def stops(job: JobRecord, immediate: bool) -> bool:
@@ -41,38 +41,39 @@ class Fate(msgspec.Struct, frozen=True, kw_only=True):
 
     job_id: str
     resumable: bool
-    stopped_at: int | None  # when the drain stops it; None: it is left to finish
+    stopped: bool  # the drain stops it (not before ``not_before``); else it is left to finish
+    not_before: int | None  # when its minimum runtime ends, where its funding protects it
     ends_by: int | None  # when its declared max_runtime stops it, drain or not
-    since: int  # stopped, it loses the work done since: its last checkpoint, or its start
+    since: int | None  # stopped, it loses the work done since: its last checkpoint, or start
+    checkpointed: bool = False  # ``since`` is a checkpoint it can resume from
     stopping: bool = False  # already being stopped or cancelled, whatever the drain does
 
 
-def fates(state: State, node_id: str, now: int, immediate: bool | None = None) -> list[Fate]:
+def fates(state: State, node_id: str, immediate: bool | None = None) -> list[Fate]:
     """The fate of every job on the node under a drain of mode ``immediate`` (None: the
-    node's own drain), by job id. What ``draining`` will decide, told ahead of time."""
+    node's own drain), by job id: what ``draining`` will decide, told ahead of time."""
     node = state.nodes[node_id]
     mode = node.drain_now if immediate is None else immediate
     found = []
     for job_id in sorted(set(node.allocated.values())):
         job = state.jobs[job_id]
-        started = job.started_at if job.started_at is not None else now
-        stopped_at = None
-        if stops(job, mode):
-            stopped_at = now
-            if protected(job, now):
-                stopped_at = started + job.spec.min_runtime_ns
-        runtime = job.spec.max_runtime_ns
-        since = started
-        if job.spec.resumable and job.last_checkpoint_at is not None:
-            since = max(started, job.last_checkpoint_at)
+        started, spec = job.started_at, job.spec
+        since: int | None = started
+        not_before: int | None = None
+        ends_by: int | None = None
+        if started is not None:  # an admitted job not started yet has lost nothing
+            if spec.resumable and job.last_checkpoint_at is not None:
+                since = max(started, job.last_checkpoint_at)
+            if job.funded and spec.min_runtime_ns:
+                not_before = started + spec.min_runtime_ns
+            if spec.max_runtime_ns is not None:
+                ends_by = started + spec.max_runtime_ns
+        stopping = job.stop is not None or job.preemption is not None or job.cancel_requested
         found.append(
             Fate(
-                job_id=job_id,
-                resumable=job.spec.resumable,
-                stopped_at=stopped_at,
-                ends_by=None if runtime is None else started + runtime,
-                since=since,
-                stopping=job.stop is not None or job.preemption is not None or job.cancel_requested,
+                job_id=job_id, resumable=spec.resumable, stopped=stops(job, mode),
+                not_before=not_before, ends_by=ends_by, since=since, stopping=stopping,
+                checkpointed=since != started,
             )
-        )
+        )  # fmt: skip
     return found

@@ -102,7 +102,7 @@ def test_a_job_that_cannot_resume_is_never_a_victim_of_a_graceful_drain(
     )  # fmt: skip
     state.jobs["once"].funded = funded
     assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
-    assert [f.stopped_at for f in fates(state, "n1", NOW)] == [None]
+    assert [f.stopped for f in fates(state, "n1")] == [False]
 
 
 def test_the_fates_of_a_drain_say_who_is_stopped_when_and_who_is_left_to_finish() -> None:
@@ -117,17 +117,17 @@ def test_the_fates_of_a_drain_say_who_is_stopped_when_and_who_is_left_to_finish(
     ]
     state = fold(*events)
     state.jobs["young"].funded = True  # protected for 50 more minutes
-    graceful = {f.job_id: f for f in fates(state, "n1", NOW, immediate=False)}
+    graceful = {f.job_id: f for f in fates(state, "n1", immediate=False)}
     assert graceful == {
-        "once": Fate(job_id="once", resumable=False, stopped_at=None, ends_by=NOW + HOUR,
-                     since=NOW - HOUR),
-        "resumable": Fate(job_id="resumable", resumable=True, stopped_at=NOW, ends_by=None,
-                          since=NOW - 5 * MINUTE),
-        "young": Fate(job_id="young", resumable=False, stopped_at=None, ends_by=None,
-                      since=NOW - 10 * MINUTE),
+        "once": Fate(job_id="once", resumable=False, stopped=False, not_before=None,
+                     ends_by=NOW + HOUR, since=NOW - HOUR),
+        "resumable": Fate(job_id="resumable", resumable=True, stopped=True, not_before=None,
+                          ends_by=None, since=NOW - 5 * MINUTE, checkpointed=True),
+        "young": Fate(job_id="young", resumable=False, stopped=False,
+                      not_before=NOW + 50 * MINUTE, ends_by=None, since=NOW - 10 * MINUTE),
     }  # fmt: skip
-    immediate = {f.job_id: f.stopped_at for f in fates(state, "n1", NOW, immediate=True)}
-    assert immediate == {"once": NOW, "resumable": NOW, "young": NOW + 50 * MINUTE}
+    immediate = {f.job_id: f.stopped for f in fates(state, "n1", immediate=True)}
+    assert immediate == {"once": True, "resumable": True, "young": True}
     # Of a node already draining, its own mode is taken.
     state = fold(*events, drain(now=False))
-    assert [f.stopped_at for f in fates(state, "n1", NOW)] == [None, NOW, None]
+    assert [f.stopped for f in fates(state, "n1")] == [False, True, False]
