@@ -200,8 +200,12 @@ async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
                 told = fates(state, args.node, immediate=args.now or node.drain_now)
         if args.now:
             lost = render.drain_losses(told, time.time_ns())
-            print(f"a drain --now of {args.node} stops {len(lost)} jobs now or as their "
-                  "minimum runtime ends", file=sys.stderr)  # fmt: skip
+            told_of = f"a drain --now of {args.node} stops"
+            if not lost:
+                print(f"{told_of} no job", file=sys.stderr)
+            else:
+                jobs = "1 job" if len(lost) == 1 else f"{len(lost)} jobs"
+                print(f"{told_of} {jobs}, as their minimum runtime allows", file=sys.stderr)
             for line in lost:
                 print(f"  {line}", file=sys.stderr)
             if not args.yes and not _agreed(f"drain {args.node} now? [y/N] "):

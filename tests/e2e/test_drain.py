@@ -3,8 +3,13 @@ a drain --now stops it (and says so first)."""
 
 import asyncio
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
+from allot.bus.tls import CA_ENV
 from allot.client import AsyncClient
 from allot.client.stack import Stack
 from allot.core import JobStatus, State
@@ -20,6 +25,23 @@ def waiting_for(marker: Path) -> list[str]:
         "import pathlib, time\n"
         f"while not pathlib.Path({str(marker)!r}).exists(): time.sleep(0.05)\n"
     )
+
+
+def on_a_terminal(stack: Stack, answer: str, *args: str) -> "subprocess.CompletedProcess[str]":
+    """The command line with a terminal for its input, answering ``answer``."""
+    ours, theirs = pty.openpty()
+    env = {**os.environ, "ALLOT_NATS_URL": stack.url, "ALLOT_IDENTITY": str(stack.operator)}
+    if stack.tls_ca is not None:
+        env[CA_ENV] = str(stack.tls_ca)
+    os.write(ours, answer.encode())
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "allot.client.cli", *args], env=env, stdin=theirs,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(ours)
+        os.close(theirs)
 
 
 async def logged(client: AsyncClient, kind: type) -> list:  # type: ignore[type-arg]
@@ -77,6 +99,12 @@ async def test_a_drain_now_says_what_it_loses_wants_yes_without_a_terminal_and_s
     job = submitted.job_id
     state = await until(client, lambda s: running(s, job))
     [node] = state.jobs[job].placements
+
+    declined = on_a_terminal(stack, "n\n", "nodes", "cordon", node, "--drain", "--now")
+    assert declined.returncode == 1
+    assert f"{job}: cannot resume" in declined.stderr
+    assert f"drain {node} now? [y/N]" in declined.stderr
+    assert declined.stderr.rstrip().endswith("allot: nothing changed")
 
     unconfirmed = cli(stack, "nodes", "cordon", node, "--drain", "--now")
     assert unconfirmed.returncode == 2
