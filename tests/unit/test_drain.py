@@ -68,6 +68,7 @@ def test_a_job_that_cannot_resume_ends_at_its_max_runtime_as_a_max_runtime_stop(
 
 def test_a_gracefully_draining_node_is_drained_once_its_last_job_ended_on_its_own() -> None:
     events = [b.node("n1", 4), *running("once", 0), drain(now=False)]
+    assert plan(fold(*events), NOW, DEFAULT_POLICY).preemptions == []
     assert due(fold(*events), NOW) == []
     assert due(fold(*events, b.exited("once", "n1")), NOW) == [Drained(node_id="n1", drain=1)]
 
