@@ -192,22 +192,16 @@ async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
         node_id=args.node, action="cordon", drain=args.drain, now=args.now, reason=args.reason
     )
     async with await connect(args) as client:
-        told: list[Fate] = []  # what the drain will do to each job (an unknown node: none)
+        told: list[Fate] = []  # what the drain will do to each job
+        known = True  # a node the log does not know: the intake refuses it, naming those it does
         if args.drain:
             state = await client.state()
             node = state.nodes.get(args.node)
+            known = node is not None
             if node is not None:  # a drain --now under way stays one: it is never softened
                 told = fates(state, args.node, immediate=args.now or node.drain_now)
-        if args.now:
-            lost = render.drain_losses(told, time.time_ns())
-            told_of = f"a drain --now of {args.node} stops"
-            if not lost:
-                print(f"{told_of} no job", file=sys.stderr)
-            else:
-                jobs = "1 job" if len(lost) == 1 else f"{len(lost)} jobs"
-                print(f"{told_of} {jobs}, as their minimum runtime allows", file=sys.stderr)
-            for line in lost:
-                print(f"  {line}", file=sys.stderr)
+        if args.now and known:
+            _say_what_is_lost(args.node, told)
             if not args.yes and not _agreed(f"drain {args.node} now? [y/N] "):
                 print("allot: nothing changed", file=sys.stderr)
                 return 1
@@ -223,6 +217,15 @@ async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
         done += f", draining; waits for {render.fates_text(told)}" if told else ", draining"
     emit(args, msgspec.to_builtins(reply), render.printable(done))
     return 0
+
+
+def _say_what_is_lost(node_id: str, told: list[Fate]) -> None:
+    lost = render.drain_losses(told, time.time_ns())
+    jobs = "no job" if not lost else "1 job" if len(lost) == 1 else f"{len(lost)} jobs"
+    allows = ", as their minimum runtime allows" if lost else ""
+    print(f"a drain --now of {node_id} stops {jobs}{allows}", file=sys.stderr)
+    for line in lost:
+        print(f"  {line}", file=sys.stderr)
 
 
 def _agreed(question: str) -> bool:

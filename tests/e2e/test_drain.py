@@ -120,3 +120,6 @@ async def test_a_drain_now_says_what_it_loses_wants_yes_without_a_terminal_and_s
     assert (cordon.drain, cordon.now) == (True, True)
     lost = await client.wait(job, timeout=30)
     assert lost.status == JobStatus.LOST
+    unknown = cli(stack, "nodes", "cordon", "no-such-node", "--drain", "--now", "--yes")
+    assert unknown.returncode == 2
+    assert "no such node" in unknown.stderr
