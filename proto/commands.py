@@ -183,13 +183,21 @@ class CancelReply(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class NodeCommandRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Cordon a node (nothing new lands on it; with ``drain`` its jobs are also stopped
-    gracefully, each once past its minimum runtime) or uncordon it."""
+    """Cordon a node (nothing new lands on it; with ``drain`` its resumable jobs are also
+    stopped, each once past its minimum runtime, and the others left to finish; with
+    ``now`` as well, every job is stopped once past its minimum runtime) or uncordon it."""
 
     node_id: str
     action: Literal["cordon", "uncordon"]
     drain: bool = False
     reason: Reason = ""
+    now: Annotated[
+        bool,
+        msgspec.Meta(
+            description="with drain: stop every job once past its minimum runtime, also "
+            "those that cannot resume (their work is lost)"
+        ),
+    ] = False
 
 
 class NodeCommandReply(msgspec.Struct, frozen=True, kw_only=True):

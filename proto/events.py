@@ -455,9 +455,15 @@ class NodeLost(NodeEvent, frozen=True, kw_only=True, tag="NodeLost"):
 
 
 class NodeCordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeCordoned"):
+    """Nothing new lands on the node. With ``drain`` its jobs are stopped too: resumable
+    ones once past their minimum runtime, the others left to finish (or to reach their
+    ``max_runtime``); with ``now`` as well, every job once past its minimum runtime."""
+
     drain: bool = False
     reason: str = ""
     by: str = ""  # the principal that asked for it, from its command's subject
+    # True by default: drains recorded before graceful ones existed stopped every job.
+    now: bool = True
 
 
 class NodeUncordoned(NodeEvent, frozen=True, kw_only=True, tag="NodeUncordoned"):

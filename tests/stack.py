@@ -65,6 +65,7 @@ def cli(
     return subprocess.run(
         [sys.executable, "-m", "allot.client.cli", *args],
         env=env,
+        stdin=subprocess.DEVNULL,  # no terminal: nothing the command asks can wait on one
         capture_output=True,
         text=True,
         timeout=60,

@@ -24,6 +24,7 @@ from allot.client.jobfile import SpecError, spec_from
 from allot.core import JobRecord, JobStatus, NodeRecord
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
+from allot.core.drain import Fate, fates
 from allot.core.owed import owed_and_delivered
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
 from allot.proto.events import TIERS, TOPOLOGIES, AccountSettings
@@ -248,12 +249,58 @@ async def cmd_explain(args: argparse.Namespace) -> int:
 
 
 async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
-    return await _node_command(
-        args,
-        NodeCommandRequest(
-            node_id=args.node, action="cordon", drain=args.drain, reason=args.reason
-        ),
+    """A drain --now loses the work of jobs that cannot resume: it is said first, and
+    asked (or, without a terminal to ask on, given ``--yes``)."""
+    if args.now and not args.drain:
+        print("allot: --now says how to drain: give it with --drain", file=sys.stderr)
+        return 2
+    if args.now and not args.yes and not sys.stdin.isatty():
+        print("allot: a drain --now loses the work of jobs that cannot resume; "
+              "add --yes to confirm it without a terminal", file=sys.stderr)  # fmt: skip
+        return 2
+    request = NodeCommandRequest(
+        node_id=args.node, action="cordon", drain=args.drain, now=args.now, reason=args.reason
     )
+    async with await connect(args) as client:
+        told: list[Fate] = []  # what the drain will do to each job
+        known = True  # a node the log does not know: the intake refuses it, naming those it does
+        if args.drain:
+            state = await client.state()
+            node = state.nodes.get(args.node)
+            known = node is not None
+            if node is not None:  # a drain --now under way stays one: it is never softened
+                told = fates(state, args.node, immediate=args.now or node.drain_now)
+        if args.now and known:
+            _say_what_is_lost(args.node, told)
+            if not args.yes and not _agreed(f"drain {args.node} now? [y/N] "):
+                print("allot: nothing changed", file=sys.stderr)
+                return 1
+        try:
+            reply = await client.node_command(request)
+        except CommandError as error:
+            report_refusal(error, "cordon refused, nothing changed")
+            return 2
+    done = f"{args.node}: cordoned"
+    if args.now:
+        done += ", draining --now"
+    elif args.drain:
+        done += f", draining; waits for {render.fates_text(told)}" if told else ", draining"
+    emit(args, msgspec.to_builtins(reply), render.printable(done))
+    return 0
+
+
+def _say_what_is_lost(node_id: str, told: list[Fate]) -> None:
+    lost = render.drain_losses(told, time.time_ns())
+    jobs = "no job" if not lost else "1 job" if len(lost) == 1 else f"{len(lost)} jobs"
+    allows = ", as their minimum runtime allows" if lost else ""
+    print(f"a drain --now of {node_id} stops {jobs}{allows}", file=sys.stderr)
+    for line in lost:
+        print(f"  {line}", file=sys.stderr)
+
+
+def _agreed(question: str) -> bool:
+    print(question, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 async def cmd_nodes_uncordon(args: argparse.Namespace) -> int:
@@ -267,7 +314,7 @@ async def _node_command(args: argparse.Namespace, request: NodeCommandRequest) -
         except CommandError as error:
             report_refusal(error, f"{request.action} refused, nothing changed")
             return 2
-    done = f"{request.node_id}: {request.action}ed" + (", draining" if request.drain else "")
+    done = f"{request.node_id}: {request.action}ed"
     emit(args, msgspec.to_builtins(reply), done)
     return 0
 
@@ -278,7 +325,8 @@ async def cmd_nodes(args: argparse.Namespace) -> int:
     if answer is None:
         return 2
     nodes = {view["node_id"]: as_node(view) for view in answer.data}
-    emit(args, answer.data, render.nodes_table(nodes))
+    why = {view["node_id"]: view["why"] for view in answer.data}
+    emit(args, answer.data, render.nodes_table(nodes, why))
     return 0
 
 
@@ -290,7 +338,7 @@ async def cmd_nodes_show(args: argparse.Namespace) -> int:
     [view] = answer.data
     node = as_node(view)
     summary = f"{args.node}: {render.node_state(node)}"
-    if why := render.why_unavailable(node):
+    if why := view["why"]:
         summary += render.printable(f" ({why})")
     emit(args, view, f"{summary}\n{render.gpus_table(node)}")
     return 0
@@ -742,14 +790,24 @@ def build_parser() -> argparse.ArgumentParser:
     nodes = add("nodes", cmd_nodes, "nodes, their state and their jobs; cordon, drain, uncordon")
     nodes_sub = nodes.add_subparsers(dest="nodes_command", required=False)
     cordon = nodes_sub.add_parser(
-        "cordon", parents=[common], help="place nothing new on a node; --drain also stops its jobs"
+        "cordon", parents=[common], help="place nothing new on a node; --drain also empties it"
     )
     cordon.set_defaults(handler=cmd_nodes_cordon)
     cordon.add_argument("node")
     cordon.add_argument(
         "--drain",
         action="store_true",
-        help="also stop its jobs gracefully, each once past its minimum runtime",
+        help="also stop its jobs that can resume, each once past its minimum runtime (at a "
+        "checkpoint); jobs that cannot resume are left to finish, or to reach max_runtime",
+    )
+    cordon.add_argument(
+        "--now",
+        action="store_true",
+        help="with --drain: stop every job once past its minimum runtime, those that cannot "
+        "resume too (their work is lost); says what will be lost and asks first",
+    )
+    cordon.add_argument(
+        "--yes", action="store_true", help="do not ask before a --now drain (needed without a TTY)"
     )
     cordon.add_argument("--reason", default="", help="why, for the log")
     uncordon = nodes_sub.add_parser(
@@ -960,9 +1018,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--seed", type=int, default=1)
     view.add_argument("--repeat", type=int, default=50, help="queries of each kind per size")
     view.add_argument("--processes", type=int, default=5, help="whole `allot` runs of each")
-    view.add_argument(
-        "--no-before", action="store_true", help="skip timing the fold in the client"
-    )
+    view.add_argument("--no-before", action="store_true", help="skip timing the fold in the client")
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")

@@ -9,6 +9,7 @@ import msgspec
 from allot.bus.eventlog import Record
 from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_record, plan, queue
 from allot.core.budgets import MS_PER_HOUR
+from allot.core.drain import Fate, fates
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
 from allot.core.planner import Policy, Waiting
@@ -178,14 +179,21 @@ def queue_table(rows: list[dict[str, Any]]) -> str:
     return table([*headers, "REASON"], lines)
 
 
-def node_view(node: NodeRecord) -> dict[str, Any]:
+def node_view(node: NodeRecord, state: State | None = None) -> dict[str, Any]:
+    """A node as JSON, with what keeps work off it (``why``) and what it looks like now
+    (``state_text``)."""
     view: dict[str, Any] = msgspec.to_builtins(node)
+    view["why"] = why_unavailable(node, state)
+    view["state_text"] = node_state(node)
     view["allocated"] = {str(k): v for k, v in sorted(node.allocated.items())}
     view["free_gpus"] = node.free_gpus()
     return view
 
 
-def nodes_table(nodes: Mapping[str, NodeRecord]) -> str:
+def nodes_table(nodes: Mapping[str, NodeRecord], why: Mapping[str, str] | None = None) -> str:
+    """A row a node; ``why``: what keeps work off each, as ``why_unavailable`` said with the
+    whole state at hand (else without it: a drain's jobs by id only)."""
+    why = why or {}
     rows = []
     for node_id, node in sorted(nodes.items()):
         model = node.gpus[0].model if node.gpus else "-"
@@ -204,7 +212,7 @@ def nodes_table(nodes: Mapping[str, NodeRecord]) -> str:
                 labels,
                 " ".join(jobs) or "-",
                 faults or "-",
-                why_unavailable(node) or "-",
+                why.get(node_id, why_unavailable(node)) or "-",
             ]
         )
     headers = ["NODE", "STATE", "GPU MODEL", "GPUS", "FREE", "NVLINK", "LABELS", "JOBS"]
@@ -226,22 +234,77 @@ def node_state(node: NodeRecord) -> str:
     if node.lost:
         return "lost"
     state = "healthy" if node.healthy else "unhealthy"
-    if node.draining:
-        state += ",drained" if node.drained else ",draining"
+    if node.drained:
+        state += ",drained"
+    elif node.draining:
+        state += ",draining --now" if node.drain_now else ",draining"
     elif node.cordoned:
         state += ",cordoned"
     return state
 
 
-def why_unavailable(node: NodeRecord) -> str:
-    """What keeps work off the node: its own fault, then its cordon and who asked."""
+def why_unavailable(node: NodeRecord, state: State | None = None) -> str:
+    """What keeps work off the node: its own fault, then its cordon and who asked; of a
+    drain, the jobs it still waits for (with ``state``, what becomes of each)."""
     reasons = []
     if node.fault is not None:
         reasons.append(node.fault.reason)
     if node.cordoned:
         by = f" (by {node.cordoned_by})" if node.cordoned_by else ""
-        reasons.append(f"{'drain' if node.draining else 'cordon'}{by}: {node.cordon_reason or '-'}")
+        kind = "cordon" if not node.draining else "drain --now" if node.drain_now else "drain"
+        reasons.append(f"{kind}{by}: {node.cordon_reason or '-'}")
+    if node.draining and node.allocated:
+        if state is None:
+            waits = ", ".join(sorted(set(node.allocated.values())))
+        else:
+            waits = fates_text(fates(state, node.node_id))
+        reasons.append(f"waits for {waits}")
     return "; ".join(reasons)
+
+
+def fates_text(fates: list[Fate]) -> str:
+    return ", ".join(f"{fate.job_id} ({fate_text(fate)})" for fate in fates)
+
+
+def fate_text(fate: Fate) -> str:
+    """What the drain of its node will do to a job there."""
+    if fate.stopping:
+        return "stopping"
+    if not fate.stopped:
+        end = "no max_runtime" if fate.ends_by is None else f"by {when(fate.ends_by)} at most"
+        return f"left to finish, {end}"
+    text = "to stop at a checkpoint" if fate.resumable else "to stop, its work lost"
+    return text if fate.not_before is None else f"{text}, not before {when(fate.not_before)}"
+
+
+def drain_losses(fates: list[Fate], now: int) -> list[str]:
+    """What a drain that stops these jobs at ``now`` loses, a line per job it stops."""
+    lines = []
+    for fate in fates:
+        if fate.stopping or not fate.stopped:
+            continue
+        if fate.since is None:
+            lines.append(f"{fate.job_id}: not started yet, nothing is lost")
+            continue
+        lost = duration(now - fate.since)
+        if fate.resumable:
+            since = "its last checkpoint" if fate.checkpointed else "it started"
+            line = f"{fate.job_id}: resumes elsewhere, losing the {lost} since {since}"
+        else:
+            line = f"{fate.job_id}: cannot resume, its {lost} of work is lost"
+        if fate.not_before is not None and fate.not_before > now:
+            line += f" (stopped at {when(fate.not_before)}, when its minimum runtime ends)"
+        lines.append(printable(line))
+    return lines
+
+
+def duration(ns: int) -> str:
+    seconds = max(0, ns) // 10**9
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds} s"
 
 
 class GpuRun(msgspec.Struct, frozen=True, kw_only=True):

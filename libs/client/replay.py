@@ -61,7 +61,7 @@ def _replay(args: argparse.Namespace, records: Any) -> int:
     view = {
         "seq": state.seq,
         "at": now,
-        "nodes": [render.node_view(n) for _, n in sorted(state.nodes.items())],
+        "nodes": [render.node_view(n, state) for _, n in sorted(state.nodes.items())],
         "jobs": [render.job_view(j) for j in state.jobs.values() if not j.status.terminal],
         "queue": rows,
         "ranks": {a: s.rank for a, s in sorted(ranked.items())},
@@ -70,7 +70,10 @@ def _replay(args: argparse.Namespace, records: Any) -> int:
     text = "\n\n".join(
         [
             f"the cluster at sequence {state.seq} ({render.when(now)} UTC)",
-            render.nodes_table(state.nodes),
+            render.nodes_table(
+                state.nodes,
+                {n: render.why_unavailable(node, state) for n, node in state.nodes.items()},
+            ),
             render.jobs_table([j for j in state.jobs.values() if not j.status.terminal]),
             "queue:\n" + render.queue_table(rows),
             "accounts:\n" + render.budget_table(budgets),

@@ -114,12 +114,15 @@ def _cordoned(state: State, seq: int, e: NodeCordoned) -> None:
     node.cordon_reason, node.cordoned_by = e.reason, e.by
     if e.drain and not node.draining:
         node.draining, node.drained = True, False
+        node.drain_now = e.now
         node.drains += 1
+    elif e.drain and e.now:  # hastened; a drain under way is never made gentler
+        node.drain_now = True
 
 
 def _uncordoned(state: State, seq: int, e: NodeUncordoned) -> None:
     node = _node(state, e.node_id)
-    node.cordoned = node.draining = node.drained = False
+    node.cordoned = node.draining = node.drain_now = node.drained = False
     node.cordon_reason = node.cordoned_by = ""
     # The operator vouches for the host: every fault recorded is forgotten, those that
     # only an operator clears (XIDs) too. A fault the host still shows is reported again.

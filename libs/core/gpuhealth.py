@@ -13,8 +13,9 @@ transitions enter the log:
   free of them for ``recover_ns``, so one that comes and goes does not flap the log;
 - a fault that makes the whole host suspect (the GPU fell off the bus, NVLink or GSP
   errors, an uncontained ECC error, a GPU that answers nothing) also cordons the node and
-  drains it: its jobs stop as they pass their minimum runtime (R15). One GPU's query that
-  failed (a timeout) is only that GPU's condition.
+  drains it gracefully (R15, docs/adr/0020): jobs that can resume stop as they pass their
+  minimum runtime, the others are left to finish. One GPU's query that failed (a timeout)
+  is only that GPU's condition.
 
 XIDs an application causes itself (13, 31, 43, 45, 68, 109: illegal addresses, exceptions,
 a killed context) say nothing of the GPU and are ignored, as NVIDIA's device plugin does.
@@ -40,6 +41,10 @@ HOST_SUSPECT_XIDS: Final = {
     120: "GSP error",
 }
 RECOVER_NS: Final = 60 * 10**9
+# A suspect host's drain is graceful, not ``--now``: stopping a job that cannot resume loses
+# it for certain, while left alone it may well finish (the fault is often another GPU's);
+# one whose own GPU is gone fails by itself. An operator can still hasten it.
+SUSPECT_DRAIN_NOW: Final = False
 
 
 class Change(msgspec.Struct, frozen=True, kw_only=True):

@@ -116,7 +116,8 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     cordoned: bool = False
     cordon_reason: str = ""
     cordoned_by: str = ""
-    draining: bool = False  # cordoned, and its jobs are stopped as they pass min runtime
+    draining: bool = False  # cordoned, and its jobs are stopped as the drain's mode says
+    drain_now: bool = False  # the drain stops every job, not only those that can resume
     drained: bool = False
     drains: int = 0  # drains begun, so each one's end is recorded once
     # GPU index -> job id holding it. Kept by the fold so planning need not scan all jobs.

@@ -26,7 +26,7 @@ queue`` and ``allot explain``, and are recomputable from any plan's basis.
 8. Preemption: a waiting job short of room that is owed GPUs (a higher tier, funding,
    quota it lent, fair share) picks the cheapest running jobs to stop; the GPUs it will take
    are held for it until it starts. Jobs on draining nodes are stopped as their protection
-   ends (``allot.core.preemption``).
+   ends, those that cannot resume only by a drain ``--now`` (``allot.core.drain``).
 """
 
 import bisect
@@ -40,6 +40,7 @@ import msgspec
 
 from allot.core.accounts import ancestry
 from allot.core.budgets import fund
+from allot.core.drain import draining
 from allot.core.fairshare import (
     FairSharePolicy,
     Standing,
@@ -62,7 +63,6 @@ from allot.core.preemption import (
     candidates,
     choose,
     could_claim,
-    draining,
     stoppable_jobs,
 )
 from allot.core.quota import QuotaBlock, QuotaBook, QuotaFrame, gpu_amounts, needs
@@ -973,7 +973,7 @@ class _Cycle:
         jobs they are owed (``allot.core.preemption``); the GPUs they will take are held
         for them. ``rest``: the jobs the cycle did not reach, in order, of which those
         within ``depth`` are scanned. Then jobs on draining nodes are stopped as their
-        protection ends."""
+        protection ends, as the drain's mode says (``allot.core.drain``)."""
         allowed = frozenset(self.policy.grounds)
         over_share = frozenset(a for a, s in self.ranked.items() if s.over_share)
         chosen_victims: set[str] = set()

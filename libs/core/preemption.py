@@ -12,7 +12,7 @@ A running job may be stopped for a waiting one when (codes in ``Preemption.code`
 - ``FAIR_SHARE``: the running job can resume, has run past its minimum runtime and the
   policy's time slice, and its account is over its fair share while the waiting one's is
   not (R13);
-- ``DRAIN``: its node is being drained (no waiting job needed, R15).
+- ``DRAIN``: its node is being drained (no waiting job needed, R15; ``allot.core.drain``).
 
 Never a job inside its minimum runtime (a funded job's protection; unfunded jobs have
 none), never one already being stopped, and a gang only whole. Cost of a victim: GPU
@@ -235,16 +235,6 @@ def _free(capacity: Capacity, victim: Victim, free: bool) -> None:
     for node_id, gpus in victim.placements.items():
         if node_id in capacity.nodes:
             (capacity.give if free else capacity.take)(node_id, gpus)
-
-
-def draining(state: State, now: int) -> list[tuple[str, str]]:
-    """(job id, node id) of jobs to stop because their node is being drained, by job."""
-    found = {}
-    for node_id, node in sorted(i for i in state.nodes.items() if i[1].draining):
-        for job_id in sorted(set(node.allocated.values())):
-            if job_id not in found and stoppable(state.jobs[job_id], now):
-                found[job_id] = node_id
-    return sorted(found.items())
 
 
 class Grounds(msgspec.Struct, frozen=True, kw_only=True):

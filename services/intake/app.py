@@ -195,6 +195,13 @@ class Intake:
             return NodeCommandReply(node_id="", errors=[request])
         if len(request.reason) > MAX_REASON:
             return NodeCommandReply(node_id="", errors=[reason_too_long(request.reason)])
+        if request.now and not (request.action == "cordon" and request.drain):
+            problem = FieldError(
+                field="now",
+                value="true",
+                message="only with a cordon that drains (drain: true): it says how to drain",
+            )
+            return NodeCommandReply(node_id=request.node_id, errors=[problem])
         if request.node_id not in self.state.nodes:
             known = ", ".join(sorted(self.state.nodes)[:20]) or "none yet"
             problem = FieldError(
@@ -212,6 +219,7 @@ class Intake:
                 drain=request.drain,
                 reason=request.reason,
                 by=sender.principal,
+                now=request.now,
             )
         else:
             event = NodeUncordoned(meta=meta, node_id=request.node_id, by=sender.principal)

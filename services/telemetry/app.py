@@ -126,6 +126,7 @@ class Telemetry:
                 drain=True,
                 reason=judgment.cordon,
                 by="telemetry",
+                now=gpuhealth.SUSPECT_DRAIN_NOW,
             )
             await self.events.append(event, msg_id=f"suspect:{node_id}:{drains}")
             log.warning("node %s is suspect (%s): cordoned, draining", node_id, judgment.cordon)

@@ -181,8 +181,8 @@ class ReadModel:
             if node is None:
                 known = ", ".join(sorted(nodes)[:20]) or "none"
                 return self._refused("node_id", query.node_id, f"no such node (nodes: {known})")
-            return Answer(seq=self.state.seq, data=[render.node_view(node)])
-        data = [render.node_view(node) for _, node in sorted(nodes.items())]
+            return Answer(seq=self.state.seq, data=[render.node_view(node, self.state)])
+        data = [render.node_view(node, self.state) for _, node in sorted(nodes.items())]
         return Answer(seq=self.state.seq, data=data)
 
     def accounts(self, query: AccountsQuery) -> Answer:

@@ -78,7 +78,7 @@ async def test_an_xid_mid_job_marks_its_gpu_and_drains_the_host_once(
             assert (down.node_id, down.gpu, down.healthy, down.fault) == ("n1", 2, False, "xid")
             assert "XID 79" in down.reason
             assert isinstance(cordon, NodeCordoned)
-            assert (cordon.drain, cordon.by) == (True, "telemetry")
+            assert (cordon.drain, cordon.now, cordon.by) == (True, False, "telemetry")
             assert cordon.reason.startswith("GPU 2: XID 79")
 
             nvml.gpus[0].ecc_uncorrected = 1  # the counter rises on another GPU

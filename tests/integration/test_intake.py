@@ -9,13 +9,14 @@ import pytest
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient, CommandError
 from allot.core import apply_record
-from allot.proto.commands import SubmitRequest
+from allot.proto.commands import NodeCommandRequest, SubmitRequest
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
     JobCancelRequested,
     JobSpec,
     JobSubmitted,
+    NodeCordoned,
 )
 from allot.proto.subjects import SUBMIT
 from allot.services.intake.app import Intake
@@ -209,3 +210,28 @@ async def test_a_submission_sees_an_account_the_log_holds_but_intake_has_not_fol
         following.cancel()
     assert reply.errors == []
     assert [e.spec.account for e in await submissions(event_log)] == ["lab/new"]
+
+
+async def cordons(log: EventLog) -> list[NodeCordoned]:
+    return [r.event for r in await log.read() if isinstance(r.event, NodeCordoned)]
+
+
+async def test_a_drain_is_graceful_unless_asked_now_and_the_log_says_which(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    await client.node_command(NodeCommandRequest(node_id="n1", action="cordon", drain=True))
+    await client.node_command(
+        NodeCommandRequest(node_id="n1", action="cordon", drain=True, now=True)
+    )
+    assert [(c.drain, c.now) for c in await cordons(event_log)] == [(True, False), (True, True)]
+
+
+async def test_now_without_drain_is_refused_by_name_and_appends_nothing(
+    client: AsyncClient, event_log: EventLog
+) -> None:
+    with pytest.raises(CommandError) as refused:
+        await client.node_command(NodeCommandRequest(node_id="n1", action="cordon", now=True))
+    [error] = refused.value.errors
+    assert (error.field, error.value) == ("now", "true")
+    assert "drain" in error.message
+    assert await cordons(event_log) == []

@@ -4,8 +4,11 @@ import msgspec
 
 from allot.bus.eventlog import Record
 from allot.client import render
+from allot.core.drain import fates
 from allot.proto.events import (
+    Event,
     GpuInfo,
+    JobCheckpointed,
     JobStarted,
     MaxWaitExceeded,
     NodeCordoned,
@@ -61,9 +64,10 @@ def test_nodes_show_islands_as_they_are_and_why_a_node_takes_no_work() -> None:
             meta=b.meta(), node_id="n1", healthy=False, reason="XID 79", gpu=2, fault="xid"
         ),
         NodeCordoned(
-            meta=b.meta(), node_id="n1", drain=True, reason="GPU 2: XID 79", by="telemetry"
+            meta=b.meta(), node_id="n1", drain=True, reason="GPU 2: XID 79", by="telemetry",
+            now=False,
         ),
-    )
+    )  # fmt: skip
     [row] = [line for line in render.nodes_table(state.nodes).splitlines() if line.startswith("n1")]
     assert "healthy,draining" in row
     assert "0,2 1,3" in row
@@ -107,3 +111,38 @@ def test_the_jobs_that_ran_on_a_gpu_are_the_starts_the_log_took() -> None:
     text = render.gpu_runs(state, runs, "GPU-aaaa1")
     assert text.splitlines()[0] == "GPU 1 of n1: healthy"
     assert render.printable("XID 79\x1b[2J") == "XID 79?[2J"
+
+
+def test_a_draining_node_shows_its_mode_and_what_each_of_its_jobs_waits_for() -> None:
+    def on_n1(job_id: str, gpu: int, **spec: object) -> list[Event]:
+        start = msgspec.structs.replace(b.started(job_id, "n1", [gpu]), meta=b.meta(NOW - HOUR))
+        return [b.submitted(job_id, **spec), b.plan((job_id, "n1", [gpu])), start]
+
+    jobs = [
+        b.node("n1", 4),
+        *on_n1("once", 0, max_runtime_ns=2 * HOUR),
+        *on_n1("endless", 1),
+        *on_n1("train", 2, resumable=True),
+        JobCheckpointed(meta=b.meta(NOW - 60 * 10**9), job_id="train", node_id="n1",
+                        path="/c", step=1),
+    ]  # fmt: skip
+    graceful = fold(*jobs, NodeCordoned(meta=b.meta(), node_id="n1", drain=True, now=False))
+    hastened = fold(*jobs, NodeCordoned(meta=b.meta(), node_id="n1", drain=True, now=True))
+    node = graceful.nodes["n1"]
+    assert render.node_state(node) == "healthy,draining"
+    assert render.node_state(hastened.nodes["n1"]) == "healthy,draining --now"
+    assert render.why_unavailable(node) == "drain: -; waits for endless, once, train"
+    assert render.why_unavailable(hastened.nodes["n1"]).startswith("drain --now: -; waits for")
+    # As the read model serves it: what keeps work off the node, with every job's fate.
+    why = {"n1": render.node_view(node, graceful)["why"]}
+    [row] = [r for r in render.nodes_table(graceful.nodes, why).splitlines() if r.startswith("n1")]
+    assert "endless (left to finish, no max_runtime)" in row
+    assert "once (left to finish, by 11:00:00.000 at most)" in row
+    assert "train (to stop at a checkpoint)" in row
+    # What a drain --now would lose, said before it is asked for.
+    lost = render.drain_losses(fates(graceful, "n1", immediate=True), NOW)
+    assert lost == [
+        "endless: cannot resume, its 1 h 0 min of work is lost",
+        "once: cannot resume, its 1 h 0 min of work is lost",
+        "train: resumes elsewhere, losing the 1 min 0 s since its last checkpoint",
+    ]

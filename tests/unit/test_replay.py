@@ -11,6 +11,7 @@ from allot.bus.codec import decode
 from allot.client.bench_replay import write_history
 from allot.client.logfile import LogFileError, read_log
 from allot.core.replay import verify
+from allot.proto.events import PlanComputed
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
 
@@ -96,3 +97,17 @@ def test_bad_files_are_named_errors(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 10)
     with pytest.raises(LogFileError, match=re.escape("broken.jsonl.gz")):
         list(read_log(tmp_path / "broken.jsonl.gz"))
+
+
+OLD_DRAINS = Path(__file__).parent / "data" / "drains-before-graceful.jsonl"
+
+
+def test_a_log_of_drains_from_before_graceful_drains_replays_as_it_was_decided() -> None:
+    """Recorded by the code of then: a node drained at once, its jobs that cannot resume
+    stopped (and lost) as they passed their minimum runtime. Its ``NodeCordoned`` has no
+    ``now``, and must still mean what it meant."""
+    result = verify(read_log(OLD_DRAINS, PLAN_EVENTS[:-1]), read_log(OLD_DRAINS), code_version())
+    assert result.divergences == []
+    plans = [r.event for r in read_log(OLD_DRAINS) if isinstance(r.event, PlanComputed)]
+    drains = [(p.job_id, p.code) for decided in plans for p in decided.preemptions]
+    assert sorted(drains) == [(j, "DRAIN") for j in ["endless", "once", "resumable", "spare"]]
