@@ -1,7 +1,6 @@
 """The ``allot`` command line. Tables for people, ``--json`` for scripts and CI."""
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -13,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import nats.errors
 
 from allot.bus import tracing
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
-from allot.client import deploy, render
+from allot.client import deploy, failures, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.core import State, apply_record
@@ -79,13 +79,16 @@ def local_operator() -> Identity | None:
 async def connect(args: argparse.Namespace) -> AsyncClient:
     """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator; over the
     TLS of ``$ALLOT_TLS_CA`` (AsyncClient reads it), else of the local ``allot up``."""
+    url = resolve_nats_url(args.nats_url)
     try:
         identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
         ca = None if os.environ.get(CA_ENV) else local_up("tls_ca")
         tls = client_context(ca) if ca else None
-        return await AsyncClient.connect(resolve_nats_url(args.nats_url), identity, tls)
+        return await AsyncClient.connect(url, identity, tls)
     except (IdentityError, TlsError) as error:
         raise SystemExit(f"allot: {error}") from None
+    except (nats.errors.NoServersError, ConnectionError) as error:
+        raise failures.unreachable(url) from error
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -861,11 +864,7 @@ def main(argv: list[str] | None = None) -> int:
         run_node_agent(argv[1:])
     args = build_parser().parse_args(argv)
     tracing.configure("cli")  # where OTEL_* ask for it: a submission's trace begins here
-    try:
-        code: int = asyncio.run(args.handler(args))
-        return code
-    except KeyboardInterrupt:
-        return 130
+    return failures.run(args.handler, args)
 
 
 if __name__ == "__main__":
