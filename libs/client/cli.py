@@ -603,7 +603,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-runtime", type=duration, help="e.g. 30m: protected this long; with a budget, funded"
     )
     submit.add_argument(
-        "--max-runtime", type=duration, help="e.g. 4h: the longest the job will run (declared)"
+        "--max-runtime",
+        type=duration,
+        help="e.g. 4h or 1h30m: the longest the job will run (declared)",
     )
     submit.add_argument(
         "--checkpoint-interval", type=duration, help="e.g. 10m: how often it checkpoints"

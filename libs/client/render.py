@@ -9,6 +9,7 @@ import msgspec
 from allot.bus.eventlog import Record
 from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_record, plan, queue
 from allot.core.budgets import MS_PER_HOUR
+from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
 from allot.core.planner import Waiting
@@ -27,6 +28,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
     ]
     return "\n".join(lines)
+
+
+def human_duration(ns: int, units: int | None = 2) -> str:
+    """A length of time as people write it, ``1h23m``: every duration the CLI shows. By
+    default the largest two units, for a glance; ``units=None``: exact, as settings are."""
+    return format_duration(ns, units)
 
 
 def when(ns: int | None) -> str:
@@ -101,8 +108,9 @@ def job_detail(job: JobRecord) -> str:
         lines.append(f"checkpoint {job.checkpoint_step} at {when(job.last_checkpoint_at)}")
     if job.grace_too_short_ns is not None:
         lines.append(
-            f"WARNING    its grace period ({job.spec.grace_ns / 1e9:.0f}s) is too short: it "
-            f"needed {job.grace_too_short_ns / 1e9:.1f}s and was killed; raise --grace"
+            f"WARNING    its grace period ({human_duration(job.spec.grace_ns, None)}) is too "
+            f"short: it needed {human_duration(job.grace_too_short_ns)} and was killed; "
+            "raise --grace"
         )
     return "\n".join(lines)
 
@@ -157,7 +165,8 @@ def queue_table(rows: list[dict[str, Any]]) -> str:
             r["account"],
             "-" if r["account_rank"] is None else r["account_rank"],
             r["gpus"],
-            f"{r['waiting_s']}s" + (" OVER MAX-WAIT" if r["max_wait_exceeded"] else ""),
+            human_duration(r["waiting_s"] * 10**9)
+            + (" OVER MAX-WAIT" if r["max_wait_exceeded"] else ""),
             when(r["estimated_start"]),
             r["reason_text"],
         ]
@@ -324,7 +333,7 @@ def accounts_table(state: State) -> str:
         depth = path.count("/")
         name = "  " * depth + path.rsplit("/", 1)[-1]
         quota = ", ".join(f"{r} {n}" for r, n in sorted(settings.quota.items())) or "-"
-        wait = "-" if settings.max_wait_ns is None else f"{settings.max_wait_ns // 10**9}s"
+        wait = "-" if settings.max_wait_ns is None else human_duration(settings.max_wait_ns, None)
         rows.append([name, path, settings.weight, quota, wait])
     return table(["ACCOUNT", "PATH", "WEIGHT", "QUOTA", "MAX WAIT"], rows)
 
@@ -457,7 +466,7 @@ def explain_text(view: dict[str, Any]) -> str:
         for step in view["trail"]:
             span = ""
             if step.get("until") is not None:
-                span = f" (for {(step['until'] - step['at']) / 1e9:.1f}s)"
+                span = f" (for {human_duration(step['until'] - step['at'])})"
             lines.append(
                 f"    {when(step['at'])}  #{step['seq']:<6} {step['what']}: {step['text']}{span}"
             )

@@ -4,7 +4,9 @@ import msgspec
 
 from allot.bus.eventlog import Record
 from allot.client import render
+from allot.core import State
 from allot.proto.events import (
+    AccountSettings,
     GpuInfo,
     JobStarted,
     MaxWaitExceeded,
@@ -107,3 +109,27 @@ def test_the_jobs_that_ran_on_a_gpu_are_the_starts_the_log_took() -> None:
     text = render.gpu_runs(state, runs, "GPU-aaaa1")
     assert text.splitlines()[0] == "GPU 1 of n1: healthy"
     assert render.printable("XID 79\x1b[2J") == "XID 79?[2J"
+
+
+def test_durations_are_shown_as_people_write_them() -> None:
+    assert render.human_duration(4983 * 10**9) == "1h23m"  # short: the largest two units
+    assert render.human_duration(4983 * 10**9, units=None) == "1h23m3s"
+    state = fold(b.node("n1", 1), b.submitted("long", 4, at=NOW - 4983 * 10**9))
+    rows = render.queue_rows(state, NOW)
+    [line] = render.queue_table(rows).splitlines()[1:]
+    assert " 1h23m " in line, line
+    assert "4983s" not in line
+
+
+def test_an_accounts_max_wait_is_a_duration() -> None:
+    state = State()
+    state.accounts["lab"] = AccountSettings(weight=1, max_wait_ns=90 * 60 * 10**9)
+    [row] = render.accounts_table(state).splitlines()[1:]
+    assert row.split()[-1] == "1h30m"
+
+
+def test_a_job_killed_in_its_grace_says_how_long_it_needed() -> None:
+    state = fold(b.submitted("j", 1))
+    job = msgspec.structs.replace(state.jobs["j"], grace_too_short_ns=95 * 10**9)
+    assert "it needed 1m35s and was killed" in render.job_detail(job)
+    assert "grace period (30s)" in render.job_detail(job)
