@@ -37,9 +37,12 @@ def human_duration(ns: int, units: int | None = 2) -> str:
 
 
 def when(ns: int | None) -> str:
+    """A moment as a date and time of this machine's zone, its offset said:
+    ``2026-12-03 15:04:05+00:00`` (a log spans days, and its readers zones)."""
     if ns is None:
         return "-"
-    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).strftime("%H:%M:%S.%f")[:-3]
+    moment = datetime.datetime.fromtimestamp(ns // 10**9, datetime.UTC).astimezone()
+    return moment.isoformat(sep=" ", timespec="seconds")
 
 
 def reason_text(reason: PendingReason | None) -> str:

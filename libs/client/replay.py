@@ -69,7 +69,7 @@ def _replay(args: argparse.Namespace, records: Any) -> int:
     }
     text = "\n\n".join(
         [
-            f"the cluster at sequence {state.seq} ({render.when(now)} UTC)",
+            f"the cluster at sequence {state.seq} ({render.when(now)})",
             render.nodes_table(state),
             render.jobs_table([j for j in state.jobs.values() if not j.status.terminal]),
             "queue:\n" + render.queue_table(rows),

@@ -1,6 +1,9 @@
 """What allot queue and allot explain print, from a folded state."""
 
+import time
+
 import msgspec
+import pytest
 
 from allot.bus.eventlog import Record
 from allot.client import render
@@ -133,3 +136,18 @@ def test_a_job_killed_in_its_grace_says_how_long_it_needed() -> None:
     job = msgspec.structs.replace(state.jobs["j"], grace_too_short_ns=95 * 10**9)
     assert "it needed 1m35s and was killed" in render.job_detail(job)
     assert "grace period (30s)" in render.job_detail(job)
+
+
+def test_times_have_a_date_and_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = 1_796_310_245 * 10**9 + 123_000_000  # 2026-12-03 15:04:05.123 UTC
+    for zone, shown in [
+        ("UTC", "2026-12-03 15:04:05+00:00"),
+        ("Asia/Kolkata", "2026-12-03 20:34:05+05:30"),
+        ("America/New_York", "2026-12-03 10:04:05-05:00"),
+    ]:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        assert render.when(at) == shown
+    monkeypatch.undo()
+    time.tzset()
+    assert render.when(None) == "-"
