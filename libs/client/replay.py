@@ -7,7 +7,7 @@ import getpass
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,53 @@ async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
         return 2
 
 
+class _Watched:
+    """The records ``state_at`` reads, and what it saw of them: whether it read to the
+    end, the last sequence and the first and last times."""
+
+    def __init__(self, records: Iterable[Record]):
+        self.records = records
+        self.to_the_end = False
+        self.last_seq = 0
+        self.first_at: int | None = None
+        self.last_at: int | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        for record in self.records:
+            self.last_seq = record.seq
+            if record.event is not None:
+                at = record.event.meta.at
+                self.first_at = at if self.first_at is None else min(self.first_at, at)
+                self.last_at = at if self.last_at is None else max(self.last_at, at)
+            yield record
+        self.to_the_end = True
+
+
+def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> str | None:
+    """Why ``--at`` names no moment of the log (state_at would stop at its end), or None."""
+    if watched.to_the_end and watched.last_seq == 0:
+        return f"--at {given}: the log is empty"
+    if seq is not None and seq < 1:
+        return f"--at {given}: sequences start at 1"
+    if seq is not None and watched.to_the_end and seq > watched.last_seq:
+        return f"--at {given}: past the end of the log, whose last sequence is {watched.last_seq}"
+    first, last = watched.first_at, watched.last_at
+    if at is not None and first is not None and at < first:
+        return f"--at {given}: before the first event of the log (at {render.when(first)})"
+    if at is not None and watched.to_the_end and last is not None and at > last:
+        return f"--at {given}: after the last event of the log (at {render.when(last)})"
+    return None
+
+
 def _replay(args: argparse.Namespace, records: Any) -> int:
     if args.verify:
         return _verify(args, records)
     seq, at = _moment(args.at)
-    state, last = state_at(records(), seq=seq, at=at, reread=records)
+    watched = _Watched(records())
+    state, last = state_at(watched, seq=seq, at=at, reread=records)
+    if why := _outside(watched, seq, at, args.at):
+        print(f"allot: {why}", file=sys.stderr)
+        return 2
     now = at if at is not None else last
     ranked = standings(state, now, DEFAULT_POLICY.fair_share)
     rows = render.queue_rows(state, now)

@@ -1,7 +1,10 @@
 """Replay on a seeded history: clean logs verify; corrupt or unjustified plans do not."""
 
+import datetime
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -96,3 +99,38 @@ def test_bad_files_are_named_errors(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 10)
     with pytest.raises(LogFileError, match=re.escape("broken.jsonl.gz")):
         list(read_log(tmp_path / "broken.jsonl.gz"))
+
+
+def replay_at(log: Path, at: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "allot.client.cli", "replay", "--log", str(log), "--at", at],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def iso(ns: int) -> str:
+    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).isoformat()
+
+
+def test_a_moment_outside_the_log_is_refused_not_clamped(
+    history: list[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(history[:200]) + "\n")
+    last = json.loads(history[199])["seq"]
+    stamps = [json.loads(line)["event"]["meta"]["at"] for line in history[:200]]
+
+    assert replay_at(log, str(last)).returncode == 0
+    past = replay_at(log, str(last + 1))
+    assert past.returncode == 2
+    assert past.stderr.strip().splitlines() == [
+        f"allot: --at {last + 1}: past the end of the log, whose last sequence is {last}"
+    ]
+
+    assert replay_at(log, iso(max(stamps))).returncode == 0
+    for moment, where in [(min(stamps) - 10**9, "before"), (max(stamps) + 10**9, "after")]:
+        refused = replay_at(log, iso(moment))
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert line.startswith(f"allot: --at {iso(moment)}: {where} the "), line
+        assert "Traceback" not in refused.stderr
