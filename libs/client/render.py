@@ -363,6 +363,23 @@ def budget_rows(state: State, now: int, window_ns: int) -> list[dict[str, Any]]:
                 "budget_left_gpu_hours": None if budget is None else budget.left(now) / MS_PER_HOUR,
             }
         )
+    # Granted a budget but not yet in the ranking (no tree declared, no job of its own yet):
+    # listed all the same, so that a grant shows at once.
+    for path, budget in sorted(state.budgets.items()):
+        if path not in ranked:
+            rows.append(
+                {
+                    "account": path,
+                    "rank": None,
+                    "weight": None,
+                    "share": None,
+                    "usage_gpu_hours_in_window": 0.0,
+                    "decayed_usage_gpu_hours": 0.0,
+                    "level_factor": None,
+                    "budget_gpu_hours": budget.gpu_ms / MS_PER_HOUR,
+                    "budget_left_gpu_hours": budget.left(now) / MS_PER_HOUR,
+                }
+            )
     return rows
 
 
@@ -373,8 +390,8 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         [
             "  " * row["account"].count("/") + row["account"].rsplit("/", 1)[-1],
-            row["rank"],
-            f"{row['share']:.1%}",
+            "-" if row["rank"] is None else row["rank"],
+            "-" if row["share"] is None else f"{row['share']:.1%}",
             hours(row["usage_gpu_hours_in_window"]),
             "new" if row["level_factor"] is None else f"{row['level_factor']:.3f}",
             hours(row["budget_left_gpu_hours"]),

@@ -10,6 +10,7 @@ from allot.client import render
 from allot.core import State
 from allot.proto.events import (
     AccountSettings,
+    BudgetGranted,
     GpuInfo,
     JobStarted,
     MaxWaitExceeded,
@@ -151,3 +152,17 @@ def test_times_have_a_date_and_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     time.tzset()
     assert render.when(None) == "-"
+
+
+def test_an_account_granted_a_budget_is_listed_before_it_runs_anything() -> None:
+    granted = BudgetGranted(
+        meta=b.meta(), path="lab/new", gpu_ms=10 * 3_600_000, period_ns=168 * HOUR, starts_at=0
+    )
+    state = fold(b.node("n1", 4), b.submitted("j", 1), granted)  # j: an account of its own
+    rows = render.budget_rows(state, NOW, 168 * HOUR)
+    [new] = [row for row in rows if row["account"] == "lab/new"]
+    assert new["budget_gpu_hours"] == 10
+    assert new["budget_left_gpu_hours"] == 10
+    assert new["usage_gpu_hours_in_window"] == 0
+    assert "new" in render.budget_table(rows)
+    assert len(rows) == len({row["account"] for row in rows})  # each account once
