@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
-from allot.client import render
+from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
@@ -40,10 +40,19 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix))
+            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None)
         async with await connect(args) as client:
-            records = [r async for r in all_records(client.events)]
-        return _replay(args, lambda prefix="": (r for r in records if r.subject.startswith(prefix)))
+            with progress.shown("reading the log", await client.events.last_seq()) as report:
+                records = []
+                async for record in all_records(client.events):
+                    records.append(record)
+                    if report is not None:
+                        report(len(records), None)
+
+        def every(prefix: str = "") -> Iterator[Record]:
+            return (r for r in records if r.subject.startswith(prefix))
+
+        return _replay(args, every, len(records))
     except LogFileError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -87,9 +96,10 @@ def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> 
     return None
 
 
-def _replay(args: argparse.Namespace, records: Any) -> int:
+def _replay(args: argparse.Namespace, records: Any, total: int | None) -> int:
+    """``total``: how many records there are, where known (for the progress bar)."""
     if args.verify:
-        return _verify(args, records)
+        return _verify(args, records, total)
     seq, at = _moment(args.at)
     watched = _Watched(records())
     state, last = state_at(watched, seq=seq, at=at, reread=records)
@@ -142,8 +152,10 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
     return None, int(moment.timestamp() * 1e9)
 
 
-def _verify(args: argparse.Namespace, records: Any) -> int:
-    result = verify(records(PLAN_EVENTS[:-1]), records(), code_version(), reread=records)
+def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
+    with progress.shown("verifying: events folded", total) as report:
+        plans = records(PLAN_EVENTS[:-1])
+        result = verify(plans, records(), code_version(), reread=records, progress=report)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -162,7 +174,8 @@ def _verify(args: argparse.Namespace, records: Any) -> int:
 
 async def cmd_log_export(args: argparse.Namespace, connect: Any) -> int:
     async with await connect(args) as client:
-        count = await export_log(all_records(client.events), Path(args.file))
+        with progress.shown(f"exporting to {args.file}", await client.events.last_seq()) as report:
+            count = await export_log(all_records(client.events), Path(args.file), report)
     print(f"{count} messages written to {args.file}", file=sys.stderr)
     return 0
 
@@ -198,7 +211,8 @@ async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
 async def cmd_log_import(args: argparse.Namespace, connect: Any) -> int:
     async with await connect(args) as client:
         try:
-            count = await import_log(Path(args.file), client.events)
+            with progress.shown(f"importing {args.file}") as report:
+                count = await import_log(Path(args.file), client.events, report)
         except LogFileError as error:
             print(f"allot: {error}; nothing was imported", file=sys.stderr)
             return 2
