@@ -18,7 +18,7 @@ from allot.bus import tracing
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
-from allot.client import deploy, failures, render
+from allot.client import deploy, exitcodes, failures, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.core import State, apply_record
@@ -534,7 +534,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
     parser = argparse.ArgumentParser(
-        prog="allot", description="Allot: a scheduler for shared GPU clusters."
+        prog="allot",
+        description="Allot: a scheduler for shared GPU clusters.",
+        epilog=f"exit codes: {exitcodes.OK} done, {exitcodes.FAILED} failed, {exitcodes.USAGE} "
+        f"bad input or refused, {exitcodes.TOO_LARGE} too large for NATS, "
+        f"{exitcodes.UNREACHABLE} NATS unreachable, {exitcodes.IN_USE} data directory in use, "
+        f"{exitcodes.NO_ANSWER} a service did not answer, {exitcodes.WAIT_TIMED_OUT} "
+        f"--wait timed out, {exitcodes.INTERRUPTED} interrupted, {exitcodes.BROKEN_PIPE} "
+        "output closed (README: Exit codes)",
     )
     commands = parser.add_subparsers(dest="command_name", required=True)
 
@@ -617,7 +624,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait", action="store_true", help="follow the job and exit with its exit code"
     )
     submit.add_argument(
-        "--timeout", type=float, help="with --wait: give up after this many seconds"
+        "--timeout",
+        type=float,
+        help=f"with --wait: give up after this many seconds (exit {exitcodes.WAIT_TIMED_OUT}; "
+        "the job goes on)",
     )
     submit.add_argument(
         "--quiet", action="store_true", help="with --wait: do not print the job's output"
