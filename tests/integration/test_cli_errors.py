@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nats
+from nats.aio.msg import Msg
+
 from allot.bus import EmbeddedNats
 from allot.client import exitcodes
+from allot.proto.subjects import COMMANDS_PREFIX
 
 ALLOT = [sys.executable, "-m", "allot.client.cli"]
 
@@ -123,3 +127,25 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(write_end)
     assert done.stderr == "", done.stderr
     assert done.returncode == exitcodes.BROKEN_PIPE
+
+
+async def test_a_command_nobody_replies_to_in_time_names_the_service(
+    tmp_path: Path, nats_server: EmbeddedNats
+) -> None:
+    """Something takes the grant and never replies (a service stuck, or overloaded)."""
+    silent = await nats.connect(nats_server.url)
+    try:
+        await silent.subscribe(f"{COMMANDS_PREFIX}.>", cb=ignore)
+        await silent.flush()
+        done = await allot(tmp_path, "budget", "grant", "lab", "--gpu-hours", "1",
+                           "--nats-url", nats_server.url)  # fmt: skip
+    finally:
+        await silent.close()
+    line = one_line(done.stderr)
+    assert "the ledger service did not answer" in line, line
+    assert "no reply within 10s" in line, line
+    assert done.returncode == exitcodes.NO_ANSWER
+
+
+async def ignore(msg: Msg) -> None:
+    pass
