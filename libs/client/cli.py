@@ -1,7 +1,6 @@
 """The ``allot`` command line. Tables for people, ``--json`` for scripts and CI."""
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -13,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import nats.errors
 
 from allot.bus import tracing
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
-from allot.client import deploy, render
+from allot.client import deploy, exitcodes, failures, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.core import JobRecord, JobStatus, NodeRecord
@@ -95,13 +95,16 @@ def local_operator() -> Identity | None:
 async def connect(args: argparse.Namespace) -> AsyncClient:
     """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator; over the
     TLS of ``$ALLOT_TLS_CA`` (AsyncClient reads it), else of the local ``allot up``."""
+    url = resolve_nats_url(args.nats_url)
     try:
         identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
         ca = None if os.environ.get(CA_ENV) else local_up("tls_ca")
         tls = client_context(ca) if ca else None
-        return await AsyncClient.connect(resolve_nats_url(args.nats_url), identity, tls)
+        return await AsyncClient.connect(url, identity, tls)
     except (IdentityError, TlsError) as error:
         raise SystemExit(f"allot: {error}") from None
+    except (nats.errors.NoServersError, ConnectionError) as error:
+        raise failures.unreachable(url) from error
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -665,7 +668,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
     parser = argparse.ArgumentParser(
-        prog="allot", description="Allot: a scheduler for shared GPU clusters."
+        prog="allot",
+        description="Allot: a scheduler for shared GPU clusters.",
+        epilog=f"exit codes: {exitcodes.OK} done, {exitcodes.FAILED} failed, {exitcodes.USAGE} "
+        f"bad input or refused, {exitcodes.TOO_LARGE} too large for NATS, "
+        f"{exitcodes.UNREACHABLE} NATS unreachable, {exitcodes.IN_USE} data directory in use, "
+        f"{exitcodes.NO_ANSWER} a service did not answer, {exitcodes.WAIT_TIMED_OUT} "
+        f"--wait timed out, {exitcodes.INTERRUPTED} interrupted, {exitcodes.BROKEN_PIPE} "
+        "output closed (README: Exit codes)",
     )
     commands = parser.add_subparsers(dest="command_name", required=True)
 
@@ -734,7 +744,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-runtime", type=duration, help="e.g. 30m: protected this long; with a budget, funded"
     )
     submit.add_argument(
-        "--max-runtime", type=duration, help="e.g. 4h: the longest the job will run (declared)"
+        "--max-runtime",
+        type=duration,
+        help="e.g. 4h or 1h30m: the longest the job will run (declared)",
     )
     submit.add_argument(
         "--checkpoint-interval", type=duration, help="e.g. 10m: how often it checkpoints"
@@ -746,7 +758,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait", action="store_true", help="follow the job and exit with its exit code"
     )
     submit.add_argument(
-        "--timeout", type=float, help="with --wait: give up after this many seconds"
+        "--timeout",
+        type=float,
+        help=f"with --wait: give up after this many seconds (exit {exitcodes.WAIT_TIMED_OUT}; "
+        "the job goes on)",
     )
     submit.add_argument(
         "--quiet", action="store_true", help="with --wait: do not print the job's output"
@@ -1045,11 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
         run_node_agent(argv[1:])
     args = build_parser().parse_args(argv)
     tracing.configure("cli")  # where OTEL_* ask for it: a submission's trace begins here
-    try:
-        code: int = asyncio.run(args.handler(args))
-        return code
-    except KeyboardInterrupt:
-        return 130
+    return failures.run(args.handler, args)
 
 
 if __name__ == "__main__":

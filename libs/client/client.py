@@ -72,6 +72,32 @@ class CommandError(Exception):
         self.errors = errors
 
 
+class NoAnswer(Exception):
+    """Nothing answered a command: the service behind its subject is not running, or is
+    too busy to answer in time."""
+
+    def __init__(self, service: str, subject: str, timeout: float | None):
+        why = "no responders" if timeout is None else f"no reply within {timeout:g}s"
+        super().__init__(f"the {service} service did not answer on {subject} ({why})")
+        self.service, self.subject, self.timeout = service, subject, timeout
+
+
+class PayloadTooLarge(Exception):
+    """A command larger than the NATS server takes in one message (its max_payload)."""
+
+    def __init__(self, command: str, size: int, limit: int):
+        super().__init__(f"{command}: {size} bytes, over the limit of {limit}")
+        self.command, self.size, self.limit = command, size, limit
+
+
+class WaitTimedOut(TimeoutError):
+    """``wait`` gave up before the job ended; ``status`` is where the job was then."""
+
+    def __init__(self, job_id: str, status: str, timeout: float):
+        super().__init__(f"{job_id} still {status} after {timeout:g}s")
+        self.job_id, self.status, self.timeout = job_id, status, timeout
+
+
 class AsyncClient:
     """Commands are sent as ``principal``; an operator's under ``admin.`` (docs/adr/0015)."""
 
@@ -252,12 +278,16 @@ class AsyncClient:
         subject: str | None = None,
     ) -> R:
         subject = subject or self.subject(name)
+        limit = self.events.nc.max_payload
+        if len(payload) > limit:  # nats-py would say only "maximum payload exceeded"
+            raise PayloadTooLarge(name, len(payload), limit)
         for attempt in range(attempts):
             try:
                 msg = await self._request_once(subject, payload, timeout)
-            except (NoRespondersError, NatsTimeout):
+            except (NoRespondersError, NatsTimeout) as error:
                 if attempt == attempts - 1:
-                    raise
+                    waited = None if isinstance(error, NoRespondersError) else timeout
+                    raise NoAnswer(_SERVICE_OF[name], subject, waited) from None
                 await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
                 continue
             reply: R = msgspec.json.decode(msg.data, type=reply_type)
@@ -296,13 +326,20 @@ class AsyncClient:
         return state
 
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
-        """Follow the log until the job has ended; its final record."""
-        async with asyncio.timeout(timeout):
-            async with contextlib.aclosing(self.states()) as states:
-                async for state in states:
-                    job = state.jobs.get(job_id)
-                    if job is not None and job.status.terminal:
-                        return job
+        """Follow the log until the job has ended; its final record. Past ``timeout``
+        seconds, WaitTimedOut says where the job was."""
+        seen: JobRecord | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                async with contextlib.aclosing(self.states()) as states:
+                    async for state in states:
+                        seen = state.jobs.get(job_id)
+                        if seen is not None and seen.status.terminal:
+                            return seen
+        except TimeoutError:
+            assert timeout is not None
+            status = "unknown to the log" if seen is None else str(seen.status)
+            raise WaitTimedOut(job_id, status, timeout) from None
         raise AssertionError("unreachable")
 
     async def states(self) -> AsyncGenerator[State, None]:
@@ -321,6 +358,15 @@ class AsyncClient:
         last = await self.events.last_seq()
         return await self.events.read(max(1, last - count + 1), last)
 
+
+# Who answers each command (tests/integration/test_commands.py sends each).
+_SERVICE_OF = {
+    SUBMIT: "intake",
+    CANCEL: "intake",
+    NODE_COMMAND: "intake",
+    ACCOUNTS_APPLY: "ledger",
+    BUDGET_GRANT: "ledger",
+}
 
 # nats-py writes the server's -ERR in lower case: 'permissions violation for publish to "…"'.
 _PUBLISH_REFUSED = re.compile(r'permissions violation for publish to "([^"]+)"')

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 
 from allot.bus.eventlog import Record
+from allot.client.render import human_duration as took
 from allot.core import State, apply_record
 from allot.proto.events import (
     GraceTooShort,
@@ -198,7 +199,7 @@ class _Builder:
             case KillRequested(reason=reason):
                 self._point(self.stopping or self.run, at, f"kill: {reason}")
             case GraceTooShort(measured_ns=measured):
-                self._point(self.stopping or self.run, at, f"grace too short: {_took(measured)}")
+                self._point(self.stopping or self.run, at, f"grace too short: {took(measured)}")
             case JobExited(node_id=node, exit_code=code, reason=reason):
                 said = f"exited on {node}: {code if code is not None else reason}"
                 self._point(self.run, at, said)
@@ -220,7 +221,7 @@ class _Builder:
             case JobCancelRequested(by=by, reason=reason):
                 self._point(self.job, at, f"cancel requested by {by or 'someone'}: {reason}")
             case MaxWaitExceeded(account=account, waited_ns=waited):
-                self._point(self.queued, at, f"waited {_took(waited)}: past {account}'s target")
+                self._point(self.queued, at, f"waited {took(waited)}: past {account}'s target")
 
 
 def waterfall(trace: JobTrace) -> str:
@@ -234,7 +235,7 @@ def waterfall(trace: JobTrace) -> str:
         + f", {job.attributes.get('allot.gpus')} GPUs"
     )
     lines = [
-        f"{trace.job_id} ({shape}): {trace.status}, {_took(finish - origin)}; "
+        f"{trace.job_id} ({shape}): {trace.status}, {took(finish - origin)}; "
         f"trace {trace.trace_id}",
         f"{'start':>10} {'took':>10}  span",
     ]
@@ -246,11 +247,11 @@ def waterfall(trace: JobTrace) -> str:
         end = span.end if span.end is not None else trace.now
         left = min(round((span.start - origin) / width * BAR), BAR - 1)
         length = min(max(1, round((end - span.start) / width * BAR)), BAR - left)
-        took = _took(end - span.start) + ("…" if span.end is None else "")
+        lasted = took(end - span.start) + ("…" if span.end is None else "")
         node = f" on {span.attributes['allot.node']}" if "allot.node" in span.attributes else ""
         label = "  " * span.depth + span.name + node
         mark = " " * left + "█" * length
-        return f"{_took(span.start - origin):>10} {took:>10}  {label:<34}|{mark:<{BAR}}|"
+        return f"{took(span.start - origin):>10} {lasted:>10}  {label:<34}|{mark:<{BAR}}|"
 
     def show(span: LogSpan) -> None:
         lines.append(bar(span))
@@ -263,7 +264,7 @@ def waterfall(trace: JobTrace) -> str:
                 show(item)
             else:
                 indent = "  " * (span.depth + 1)
-                lines.append(f"{_took(item.at - origin):>10} {'':>10}  {indent}· {item.name}")
+                lines.append(f"{took(item.at - origin):>10} {'':>10}  {indent}· {item.name}")
 
     show(job)
     return "\n".join(lines)
@@ -288,18 +289,6 @@ def _merged(points: list[Point]) -> list[Point]:
         if point.name:
             merged.append(point)
     return merged
-
-
-def _took(ns: int) -> str:
-    """A length of time as people read it: ``0.412 s``, ``3 m 05 s``, ``2 h 10 m``."""
-    seconds = max(ns, 0) / 1e9
-    if seconds < 60:
-        return f"{seconds:.3f} s" if seconds < 10 else f"{seconds:.1f} s"
-    minutes, second = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} m {second:02d} s"
-    hours, minute = divmod(minutes, 60)
-    return f"{hours} h {minute:02d} m"
 
 
 def jobs_since(records: Iterable[Record], since: int) -> list[str]:

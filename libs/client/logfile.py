@@ -12,7 +12,7 @@ import base64
 import binascii
 import gzip
 import zlib
-from collections.abc import AsyncIterable, Iterator
+from collections.abc import AsyncIterable, Callable, Iterator
 from pathlib import Path
 from typing import IO, cast
 
@@ -22,6 +22,7 @@ from allot.bus.eventlog import EventLog, Record, make_record
 from allot.proto.limits import MAX_EVENT_BYTES, check_json
 
 _NULL = msgspec.Raw(b"null")
+Progress = Callable[[int, int | None], None]  # (done, total if known)
 
 
 class Line(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -48,8 +49,11 @@ def _open(path: Path, mode: str) -> IO[bytes]:
     return cast(IO[bytes], open(path, mode))
 
 
-async def export_log(records: AsyncIterable[Record], path: Path) -> int:
-    """Write every record to ``path``; how many."""
+async def export_log(
+    records: AsyncIterable[Record], path: Path, progress: Progress | None = None
+) -> int:
+    """Write every record to ``path``; how many. ``progress(written, None)`` is told after
+    each."""
     count = 0
     with _open(path, "wb") as out:
         async for record in records:
@@ -67,6 +71,8 @@ async def export_log(records: AsyncIterable[Record], path: Path) -> int:
                 line.data_b64 = base64.b64encode(record.data).decode()
             out.write(_encoder.encode(line) + b"\n")
             count += 1
+            if progress is not None:
+                progress(count, None)
     return count
 
 
@@ -110,9 +116,10 @@ def _matches(subject: str, pattern: str) -> bool:
     return len(tokens) == len(wanted)
 
 
-async def import_log(path: Path, events: EventLog) -> int:
+async def import_log(path: Path, events: EventLog, progress: Progress | None = None) -> int:
     """Append an exported log to an empty stream, each message at its own sequence. The
-    file is checked whole first: a bad one imports nothing."""
+    file is checked whole first: a bad one imports nothing. ``progress(appended, total)``
+    is told after each append."""
     await events.ensure_stream()  # a fresh server has none yet
     if await events.last_seq() != 0:
         raise LogFileError("the stream is not empty: import needs an empty one")
@@ -134,4 +141,6 @@ async def import_log(path: Path, events: EventLog) -> int:
         previous = record.seq
     for record in read_log(path):
         await events.append_raw(record.subject, record.data, record.headers, record.seq - 1)
+        if progress is not None:
+            progress(record.seq, previous)
     return previous

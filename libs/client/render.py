@@ -10,6 +10,7 @@ from allot.bus.eventlog import Record
 from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_record, plan, queue
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate, fates
+from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
 from allot.core.planner import Policy, Waiting
@@ -30,10 +31,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def human_duration(ns: int, units: int | None = 2) -> str:
+    """A length of time as people write it, ``1h23m``: every duration the CLI shows. By
+    default the largest two units, for a glance; ``units=None``: exact, as settings are."""
+    return format_duration(ns, units)
+
+
 def when(ns: int | None) -> str:
+    """A moment as a date and time of this machine's zone, its offset said:
+    ``2026-12-03 15:04:05+00:00`` (a log spans days, and its readers zones)."""
     if ns is None:
         return "-"
-    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).strftime("%H:%M:%S.%f")[:-3]
+    moment = datetime.datetime.fromtimestamp(ns // 10**9, datetime.UTC).astimezone()
+    return moment.isoformat(sep=" ", timespec="seconds")
 
 
 def reason_text(reason: PendingReason | None) -> str:
@@ -112,8 +122,9 @@ def job_detail(job: JobRecord) -> str:
         lines.append(f"checkpoint {job.checkpoint_step} at {when(job.last_checkpoint_at)}")
     if job.grace_too_short_ns is not None:
         lines.append(
-            f"WARNING    its grace period ({job.spec.grace_ns / 1e9:.0f}s) is too short: it "
-            f"needed {job.grace_too_short_ns / 1e9:.1f}s and was killed; raise --grace"
+            f"WARNING    its grace period ({human_duration(job.spec.grace_ns, None)}) is too "
+            f"short: it needed {human_duration(job.grace_too_short_ns)} and was killed; "
+            "raise --grace"
         )
     return "\n".join(lines)
 
@@ -169,7 +180,8 @@ def queue_table(rows: list[dict[str, Any]]) -> str:
             r["account"],
             "-" if r["account_rank"] is None else r["account_rank"],
             r["gpus"],
-            f"{r['waiting_s']}s" + (" OVER MAX-WAIT" if r["max_wait_exceeded"] else ""),
+            human_duration(r["waiting_s"] * 10**9)
+            + (" OVER MAX-WAIT" if r["max_wait_exceeded"] else ""),
             when(r["estimated_start"]),
             r["reason_text"],
         ]
@@ -286,7 +298,7 @@ def drain_losses(fates: list[Fate], now: int) -> list[str]:
         if fate.since is None:
             lines.append(f"{fate.job_id}: not started yet, nothing is lost")
             continue
-        lost = duration(now - fate.since)
+        lost = human_duration(max(0, now - fate.since))
         if fate.resumable:
             since = "its last checkpoint" if fate.checkpointed else "it started"
             line = f"{fate.job_id}: resumes elsewhere, losing the {lost} since {since}"
@@ -296,15 +308,6 @@ def drain_losses(fates: list[Fate], now: int) -> list[str]:
             line += f" (stopped at {when(fate.not_before)}, when its minimum runtime ends)"
         lines.append(printable(line))
     return lines
-
-
-def duration(ns: int) -> str:
-    seconds = max(0, ns) // 10**9
-    if seconds >= 3600:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    if seconds >= 60:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds} s"
 
 
 class GpuRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -398,7 +401,7 @@ def accounts_table(accounts: Mapping[str, AccountSettings]) -> str:
         depth = path.count("/")
         name = "  " * depth + path.rsplit("/", 1)[-1]
         quota = ", ".join(f"{r} {n}" for r, n in sorted(settings.quota.items())) or "-"
-        wait = "-" if settings.max_wait_ns is None else f"{settings.max_wait_ns // 10**9}s"
+        wait = "-" if settings.max_wait_ns is None else human_duration(settings.max_wait_ns, None)
         rows.append([name, path, settings.weight, quota, wait])
     return table(["ACCOUNT", "PATH", "WEIGHT", "QUOTA", "MAX WAIT"], rows)
 
@@ -427,6 +430,23 @@ def budget_rows(
                 "budget_left_gpu_hours": None if budget is None else budget.left(now) / MS_PER_HOUR,
             }
         )
+    # Granted a budget but not yet in the ranking (no tree declared, no job of its own yet):
+    # listed all the same, so that a grant shows at once.
+    for path, budget in sorted(state.budgets.items()):
+        if path not in ranked:
+            rows.append(
+                {
+                    "account": path,
+                    "rank": None,
+                    "weight": None,
+                    "share": None,
+                    "usage_gpu_hours_in_window": 0.0,
+                    "decayed_usage_gpu_hours": 0.0,
+                    "level_factor": None,
+                    "budget_gpu_hours": budget.gpu_ms / MS_PER_HOUR,
+                    "budget_left_gpu_hours": budget.left(now) / MS_PER_HOUR,
+                }
+            )
     return rows
 
 
@@ -437,8 +457,8 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         [
             "  " * row["account"].count("/") + row["account"].rsplit("/", 1)[-1],
-            row["rank"],
-            f"{row['share']:.1%}",
+            "-" if row["rank"] is None else row["rank"],
+            "-" if row["share"] is None else f"{row['share']:.1%}",
             hours(row["usage_gpu_hours_in_window"]),
             "new" if row["level_factor"] is None else f"{row['level_factor']:.3f}",
             hours(row["budget_left_gpu_hours"]),
@@ -541,7 +561,7 @@ def explain_text(view: dict[str, Any]) -> str:
         for step in view["trail"]:
             span = ""
             if step.get("until") is not None:
-                span = f" (for {(step['until'] - step['at']) / 1e9:.1f}s)"
+                span = f" (for {human_duration(step['until'] - step['at'])})"
             lines.append(
                 f"    {when(step['at'])}  #{step['seq']:<6} {step['what']}: {step['text']}{span}"
             )

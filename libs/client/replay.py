@@ -7,14 +7,14 @@ import getpass
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
-from allot.client import render
+from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
@@ -40,20 +40,72 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix))
+            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None)
         async with await connect(args) as client:
-            records = [r async for r in all_records(client.events)]
-        return _replay(args, lambda prefix="": (r for r in records if r.subject.startswith(prefix)))
+            with progress.shown("reading the log", await client.events.last_seq()) as report:
+                records = []
+                async for record in all_records(client.events):
+                    records.append(record)
+                    if report is not None:
+                        report(len(records), None)
+
+        def every(prefix: str = "") -> Iterator[Record]:
+            return (r for r in records if r.subject.startswith(prefix))
+
+        return _replay(args, every, len(records))
     except LogFileError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
 
 
-def _replay(args: argparse.Namespace, records: Any) -> int:
+class _Watched:
+    """The records ``state_at`` reads, and what it saw of them: whether it read to the
+    end, the last sequence and the first and last times."""
+
+    def __init__(self, records: Iterable[Record]):
+        self.records = records
+        self.to_the_end = False
+        self.last_seq = 0
+        self.first_at: int | None = None
+        self.last_at: int | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        for record in self.records:
+            self.last_seq = record.seq
+            if record.event is not None:
+                at = record.event.meta.at
+                self.first_at = at if self.first_at is None else min(self.first_at, at)
+                self.last_at = at if self.last_at is None else max(self.last_at, at)
+            yield record
+        self.to_the_end = True
+
+
+def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> str | None:
+    """Why ``--at`` names no moment of the log (state_at would stop at its end), or None."""
+    if watched.to_the_end and watched.last_seq == 0:
+        return f"--at {given}: the log is empty"
+    if seq is not None and seq < 1:
+        return f"--at {given}: sequences start at 1"
+    if seq is not None and watched.to_the_end and seq > watched.last_seq:
+        return f"--at {given}: past the end of the log, whose last sequence is {watched.last_seq}"
+    first, last = watched.first_at, watched.last_at
+    if at is not None and first is not None and at < first:
+        return f"--at {given}: before the first event of the log (at {render.when(first)})"
+    if at is not None and watched.to_the_end and last is not None and at > last:
+        return f"--at {given}: after the last event of the log (at {render.when(last)})"
+    return None
+
+
+def _replay(args: argparse.Namespace, records: Any, total: int | None) -> int:
+    """``total``: how many records there are, where known (for the progress bar)."""
     if args.verify:
-        return _verify(args, records)
+        return _verify(args, records, total)
     seq, at = _moment(args.at)
-    state, last = state_at(records(), seq=seq, at=at, reread=records)
+    watched = _Watched(records())
+    state, last = state_at(watched, seq=seq, at=at, reread=records)
+    if why := _outside(watched, seq, at, args.at):
+        print(f"allot: {why}", file=sys.stderr)
+        return 2
     now = at if at is not None else last
     ranked = standings(state, now, DEFAULT_POLICY.fair_share)
     rows = render.queue_rows(state, now)
@@ -69,7 +121,7 @@ def _replay(args: argparse.Namespace, records: Any) -> int:
     }
     text = "\n\n".join(
         [
-            f"the cluster at sequence {state.seq} ({render.when(now)} UTC)",
+            f"the cluster at sequence {state.seq} ({render.when(now)})",
             render.nodes_table(
                 state.nodes,
                 {n: render.why_unavailable(node, state) for n, node in state.nodes.items()},
@@ -103,8 +155,10 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
     return None, int(moment.timestamp() * 1e9)
 
 
-def _verify(args: argparse.Namespace, records: Any) -> int:
-    result = verify(records(PLAN_EVENTS[:-1]), records(), code_version(), reread=records)
+def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
+    with progress.shown("verifying: events folded", total) as report:
+        plans = records(PLAN_EVENTS[:-1])
+        result = verify(plans, records(), code_version(), reread=records, progress=report)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -123,7 +177,8 @@ def _verify(args: argparse.Namespace, records: Any) -> int:
 
 async def cmd_log_export(args: argparse.Namespace, connect: Any) -> int:
     async with await connect(args) as client:
-        count = await export_log(all_records(client.events), Path(args.file))
+        with progress.shown(f"exporting to {args.file}", await client.events.last_seq()) as report:
+            count = await export_log(all_records(client.events), Path(args.file), report)
     print(f"{count} messages written to {args.file}", file=sys.stderr)
     return 0
 
@@ -159,7 +214,8 @@ async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
 async def cmd_log_import(args: argparse.Namespace, connect: Any) -> int:
     async with await connect(args) as client:
         try:
-            count = await import_log(Path(args.file), client.events)
+            with progress.shown(f"importing {args.file}") as report:
+                count = await import_log(Path(args.file), client.events, report)
         except LogFileError as error:
             print(f"allot: {error}; nothing was imported", file=sys.stderr)
             return 2

@@ -8,12 +8,15 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from allot.bus import tracing
+from allot.client import exitcodes
 from allot.client.cli import allot_home, current_file
 from allot.client.client import AsyncClient
-from allot.client.stack import Stack, parse_nodes, read_cluster
+from allot.client.stack import NodeShape, Stack, parse_nodes, read_cluster
+from allot.client.uplock import Held, Lock, holding
 from allot.proto.events import JobSpec
 
 DEMO_ACCOUNTS: dict[str, dict[str, Any]] = {
@@ -75,6 +78,31 @@ async def up(args: argparse.Namespace) -> int:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     data_dir = args.data_dir or allot_home() / "data"
+    try:
+        with (
+            holding(allot_home() / "up.lock", {}) as home,
+            holding(data_dir / "up.lock", {}) as data,
+        ):
+            return await run(args, nodes, data_dir, [home, data])
+    except Held as held:
+        print(f"allot: {refusal(held)}", file=sys.stderr)
+        return exitcodes.IN_USE
+
+
+def refusal(held: Held) -> str:
+    """Who holds what, and what to do: a second `allot up` would share the first one's store."""
+    known = [f"pid {held.owner['pid']}"] if "pid" in held.owner else []
+    known += [held.owner["nats_url"]] if held.owner.get("nats_url") else []
+    who = f" ({', '.join(known)})" if known else ""
+    return (
+        f"another `allot up`{who} holds {held.path.parent}: stop it (Ctrl-C), or start this "
+        "one with another --data-dir and ALLOT_HOME"
+    )
+
+
+async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
+              locks: list[Lock]) -> int:  # fmt: skip
+    """Everything up, until a signal to stop; ``locks`` (held) are told the NATS URL."""
     stack = Stack(
         data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
         tls=args.tls, metrics_port=args.metrics_port,
@@ -95,6 +123,8 @@ async def up(args: argparse.Namespace) -> int:
             "tls_ca": str(stack.tls_ca) if stack.tls_ca else None,
             "metrics_url": stack.metrics_url,
         }
+        for lock in locks:
+            lock.note(nats_url=stack.url)
         current_file().parent.mkdir(parents=True, exist_ok=True)
         current_file().write_text(json.dumps(where))
         announce(args, stack)

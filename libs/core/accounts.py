@@ -13,6 +13,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from allot.core.durations import format_duration
+from allot.core.durations import parse_duration as parse_duration  # where callers know it
 from allot.core.model import State
 from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.commands import FieldError
@@ -29,25 +31,13 @@ MAX_WAIT_NS: Final = 365 * 86400 * 10**9  # a year: a longer wait target is a ty
 # ledger also measures the event, for longer paths and more settings than that.
 MAX_CHANGES: Final = 10_000
 MAX_MEMBERS: Final = 1_000  # names in an account's members, and in its admins
-_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
-_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
 
 
 class AccountChange(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["define", "update", "remove"]
     path: str
     settings: AccountSettings | None = None
-
-
-def parse_duration(text: str) -> int:
-    """``"90s"``, ``"30m"``, ``"4h"``, ``"7d"`` -> nanoseconds. Raises ValueError."""
-    if len(text) > 32:  # more digits than any duration needs, and int() balks at 4,300
-        raise ValueError(f"{text[:32]!r}... is not a duration: too long")
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 4h or 7d")
-    return int(match[1]) * _NS[match[2]]
 
 
 def parent_of(path: str) -> str | None:
@@ -141,8 +131,11 @@ def settings_problems(settings: AccountSettings) -> Iterator[tuple[str, object, 
                     f"identity names: 1 to {MAX_PRINCIPAL} letters, digits, '_' or '-'",
                 )
     if settings.max_wait_ns is not None and not 0 < settings.max_wait_ns <= MAX_WAIT_NS:
-        wait_s = settings.max_wait_ns // 10**9
-        yield "max_wait", f"{wait_s}s", "a positive duration of at most 365d"
+        yield (
+            "max_wait",
+            format_duration(settings.max_wait_ns),
+            "a positive duration of at most 365d",
+        )
 
 
 def changes_to_apply(

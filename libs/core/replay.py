@@ -50,9 +50,11 @@ def verify(
     records: Iterable[LogRecord],
     code_version: str,
     reread: Reread | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> Verification:
     """Recompute and compare every plan. ``plan_records``: the records of the plan subject
-    (or any superset); ``records``: the whole log, in order."""
+    (or any superset); ``records``: the whole log, in order. ``progress(events, None)`` is
+    told after each event folded."""
     result = Verification()
     policies: dict[str, Policy] = {policy_hash(DEFAULT_POLICY): DEFAULT_POLICY}
     by_basis: dict[int, list[tuple[int, PlanComputed]]] = {}
@@ -107,6 +109,8 @@ def verify(
             state, memo = refold(state, (reread or (lambda: records))()), PlanMemo()
         result.events += 1
         recompute(record.seq)
+        if progress is not None:
+            progress(result.events, None)
     for basis, stranded in sorted(by_basis.items()):
         for seq, _ in stranded:
             result.divergences.append(

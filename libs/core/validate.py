@@ -8,6 +8,7 @@ import functools
 import re
 from collections.abc import Callable
 
+from allot.core.durations import format_duration
 from allot.core.model import State
 from allot.core.topology import largest_blocks
 from allot.proto import limits
@@ -106,20 +107,24 @@ def _check_account(spec: JobSpec, state: State, bad: Bad) -> None:
 def _check_spec(spec: JobSpec, bad: Bad) -> None:
     """Runtimes, resources per worker, the command and its environment, names."""
     if not 0 <= spec.min_runtime_ns <= MAX_MIN_RUNTIME_NS:
-        bad("min_runtime", spec.min_runtime_ns, "from 0 up to 8h")
+        bad("min_runtime", format_duration(spec.min_runtime_ns), "from 0 up to 8h")
     elif spec.max_runtime_ns is not None and not (
         max(1, spec.min_runtime_ns) <= spec.max_runtime_ns <= MAX_RUNTIME_NS
     ):
         bad(
             "max_runtime",
-            spec.max_runtime_ns,
+            format_duration(spec.max_runtime_ns),
             "positive, not shorter than min_runtime, and at most 365d",
         )
     interval = spec.checkpoint_interval_ns
     if interval is not None and not 0 < interval <= MAX_RUNTIME_NS:
-        bad("checkpoint_interval", interval, "a positive duration up to 365d, or leave it out")
+        bad(
+            "checkpoint_interval",
+            format_duration(interval),
+            "a positive duration up to 365d, or leave it out",
+        )
     if not 0 <= spec.grace_ns <= MAX_GRACE_NS:
-        bad("grace", spec.grace_ns, "from 0 up to 1h")
+        bad("grace", format_duration(spec.grace_ns), "from 0 up to 1h")
     if not 0 <= spec.cpus <= MAX_CPUS:
         bad("cpus", spec.cpus, f"0 to {MAX_CPUS} per worker")
     if not 0 <= spec.memory_mib <= MAX_MEMORY_MIB:

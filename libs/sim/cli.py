@@ -4,10 +4,10 @@ import argparse
 import json
 import sys
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from allot.client import progress
 from allot.core.accounts import parent_of, read_tree
 from allot.proto.events import AccountSettings
 from allot.sim.policies import POLICIES
@@ -64,9 +64,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     print(f"{len(jobs)} jobs{failures}; {fill.describe()}", file=sys.stderr)
     runs = []
     for name in names:
-        result, outcomes = run_policy(
-            jobs, settings, POLICIES[name], name, _bar(name), outages=outages, accounts=accounts
-        )
+        with progress.shown(f"{name}: jobs ended", len(jobs)) as report:
+            result, outcomes = run_policy(
+                jobs, settings, POLICIES[name], name, report, outages=outages, accounts=accounts
+            )
         result["fill"] = fill.describe()
         runs.append((result, outcomes))
     results = [result for result, _ in runs]
@@ -128,21 +129,6 @@ def _outages(
     outages = read_outages(Path(args.node_events)) if args.node_events else own
     check_outages(outages, settings.nodes)
     return outages
-
-
-def _bar(name: str) -> Callable[[int, int], None] | None:
-    """A progress bar on a terminal; nothing when the output is a file or a pipe."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(ended: int, total: int) -> None:
-        filled = ended * 30 // total
-        print(f"\r{name:>9} [{'#' * filled}{'.' * (30 - filled)}] {ended}/{total} jobs", end="",
-              file=sys.stderr, flush=True)  # fmt: skip
-        if ended == total:
-            print(file=sys.stderr)
-
-    return show
 
 
 def table(results: list[dict[str, Any]]) -> str:

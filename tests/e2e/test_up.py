@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from allot.client import exitcodes
+
 
 def test_allot_up_runs_a_job_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
@@ -92,3 +94,41 @@ def test_allot_up_json_announces_where_it_runs(tmp_path: Path) -> None:
     finally:
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=60) == 0
+
+
+def test_a_second_allot_up_on_the_same_data_or_home_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
+    env.pop("ALLOT_NATS_URL", None)
+    small = ["up", "--insecure", "--nodes", "1x1", "--metrics-port", "0"]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "allot.client.cli", *small, "--data-dir", str(tmp_path / "data")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline().startswith("Allot is up")
+        current = (tmp_path / "home" / "current.json").read_text()
+        url = json.loads(current)["nats_url"]
+        for data_dir, other_home in [("data", "home"), ("data", "home2"), ("data2", "home")]:
+            second = subprocess.run(
+                [sys.executable, "-m", "allot.client.cli", *small,
+                 "--data-dir", str(tmp_path / data_dir)],
+                env={**env, "ALLOT_HOME": str(tmp_path / other_home)},
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert second.returncode == exitcodes.IN_USE, second.stderr
+            assert "Traceback" not in second.stderr
+            [line] = second.stderr.strip().splitlines()
+            assert line.startswith("allot: another `allot up`"), line
+            assert f"pid {first.pid}" in line, line
+            assert url in line, line
+            assert "--data-dir" in line, line
+            assert "ALLOT_HOME" in line, line
+            assert second.stdout == ""
+        assert (tmp_path / "home" / "current.json").read_text() == current
+        assert not (tmp_path / "home2" / "current.json").exists()
+    finally:
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=60) == 0

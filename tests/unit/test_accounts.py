@@ -1,7 +1,13 @@
 import pytest
 
 from allot.core import State, apply
-from allot.core.accounts import MAX_CHANGES, changes_to_apply, parse_duration, read_tree
+from allot.core.accounts import (
+    MAX_CHANGES,
+    changes_to_apply,
+    parse_duration,
+    read_tree,
+)
+from allot.core.durations import format_duration
 from allot.proto.commands import FieldError
 from allot.proto.events import (
     AccountDefined,
@@ -64,6 +70,60 @@ def test_durations() -> None:
     assert parse_duration("7d") == 7 * 86400 * 10**9
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("1.5h")
+
+
+S = 10**9
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1h30m", 5400),
+        ("2d12h", 216_000),
+        ("90s", 90),
+        ("1h30m15s", 5415),
+        ("0s", 0),
+        (" 45m ", 2700),
+    ],
+)
+def test_compound_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds * S
+
+
+@pytest.mark.parametrize("text", ["", "h", "1.5h", "1h1h", "30m1h", "1x", "-5m", "1 h", "1h 30m"])
+def test_garbage_is_no_duration_and_the_message_says_what_is(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration") as refused:
+        parse_duration(text)
+    assert "1h30m" in str(refused.value)  # what is accepted, by example
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [
+        (0, "0s"),
+        (90 * S, "1m30s"),
+        (9 * 3600 * S, "9h"),
+        (5415 * S, "1h30m15s"),
+        (216_000 * S, "2d12h"),
+        (1_500_000_000, "1.5s"),
+        (250_000_000, "0.25s"),
+        (7, "7ns"),
+        (-30 * S, "-30s"),
+    ],
+)
+def test_durations_are_written_as_they_are_read(ns: int, text: str) -> None:
+    assert format_duration(ns) == text
+
+
+def test_a_written_duration_reads_back() -> None:
+    for ns in (S, 59 * S, 3601 * S, 86400 * S + 1 * S, 400 * 86400 * S):
+        assert parse_duration(format_duration(ns)) == ns
+
+
+def test_a_duration_shown_in_short_keeps_its_largest_units() -> None:
+    assert format_duration(4983 * S, units=2) == "1h23m"
+    assert format_duration(2 * 86400 * S + 7 * S, units=2) == "2d"
+    assert format_duration(42 * S, units=2) == "42s"
 
 
 def test_applying_defines_parents_first_and_removes_children_first() -> None:

@@ -60,7 +60,7 @@ def test_a_finished_job_is_one_trace_of_a_wait_and_a_run() -> None:
     again = job_trace("j1", log(*HISTORY))
     assert [s.span_id for s in again.spans] == [s.span_id for s in trace.spans]
     lines = waterfall(trace).splitlines()
-    assert lines[0] == f"j1 (lab/team, batch, 2 GPUs): succeeded, 10.0 s; trace {trace.trace_id}"
+    assert lines[0] == f"j1 (lab/team, batch, 2 GPUs): succeeded, 10s; trace {trace.trace_id}"
     assert "4 checkpoints, 1 to 4" in lines[-2]
 
 

@@ -1,11 +1,17 @@
 """What allot queue and allot explain print, from a folded state."""
 
+import time
+
 import msgspec
+import pytest
 
 from allot.bus.eventlog import Record
 from allot.client import render
+from allot.core import State
 from allot.core.drain import fates
 from allot.proto.events import (
+    AccountSettings,
+    BudgetGranted,
     Event,
     GpuInfo,
     JobCheckpointed,
@@ -137,12 +143,65 @@ def test_a_draining_node_shows_its_mode_and_what_each_of_its_jobs_waits_for() ->
     why = {"n1": render.node_view(node, graceful)["why"]}
     [row] = [r for r in render.nodes_table(graceful.nodes, why).splitlines() if r.startswith("n1")]
     assert "endless (left to finish, no max_runtime)" in row
-    assert "once (left to finish, by 11:00:00.000 at most)" in row
+    assert f"once (left to finish, by {render.when(NOW + HOUR)} at most)" in row
     assert "train (to stop at a checkpoint)" in row
     # What a drain --now would lose, said before it is asked for.
     lost = render.drain_losses(fates(graceful, "n1", immediate=True), NOW)
     assert lost == [
-        "endless: cannot resume, its 1 h 0 min of work is lost",
-        "once: cannot resume, its 1 h 0 min of work is lost",
-        "train: resumes elsewhere, losing the 1 min 0 s since its last checkpoint",
+        "endless: cannot resume, its 1h of work is lost",
+        "once: cannot resume, its 1h of work is lost",
+        "train: resumes elsewhere, losing the 1m since its last checkpoint",
     ]
+
+
+def test_durations_are_shown_as_people_write_them() -> None:
+    assert render.human_duration(4983 * 10**9) == "1h23m"  # short: the largest two units
+    assert render.human_duration(4983 * 10**9, units=None) == "1h23m3s"
+    state = fold(b.node("n1", 1), b.submitted("long", 4, at=NOW - 4983 * 10**9))
+    rows = render.queue_rows(state, NOW)
+    [line] = render.queue_table(rows).splitlines()[1:]
+    assert " 1h23m " in line, line
+    assert "4983s" not in line
+
+
+def test_an_accounts_max_wait_is_a_duration() -> None:
+    state = State()
+    state.accounts["lab"] = AccountSettings(weight=1, max_wait_ns=90 * 60 * 10**9)
+    [row] = render.accounts_table(state).splitlines()[1:]
+    assert row.split()[-1] == "1h30m"
+
+
+def test_a_job_killed_in_its_grace_says_how_long_it_needed() -> None:
+    state = fold(b.submitted("j", 1))
+    job = msgspec.structs.replace(state.jobs["j"], grace_too_short_ns=95 * 10**9)
+    assert "it needed 1m35s and was killed" in render.job_detail(job)
+    assert "grace period (30s)" in render.job_detail(job)
+
+
+def test_times_have_a_date_and_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = 1_796_310_245 * 10**9 + 123_000_000  # 2026-12-03 15:04:05.123 UTC
+    for zone, shown in [
+        ("UTC", "2026-12-03 15:04:05+00:00"),
+        ("Asia/Kolkata", "2026-12-03 20:34:05+05:30"),
+        ("America/New_York", "2026-12-03 10:04:05-05:00"),
+    ]:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        assert render.when(at) == shown
+    monkeypatch.undo()
+    time.tzset()
+    assert render.when(None) == "-"
+
+
+def test_an_account_granted_a_budget_is_listed_before_it_runs_anything() -> None:
+    granted = BudgetGranted(
+        meta=b.meta(), path="lab/new", gpu_ms=10 * 3_600_000, period_ns=168 * HOUR, starts_at=0
+    )
+    state = fold(b.node("n1", 4), b.submitted("j", 1), granted)  # j: an account of its own
+    rows = render.budget_rows(state, NOW, 168 * HOUR)
+    [new] = [row for row in rows if row["account"] == "lab/new"]
+    assert new["budget_gpu_hours"] == 10
+    assert new["budget_left_gpu_hours"] == 10
+    assert new["usage_gpu_hours_in_window"] == 0
+    assert "new" in render.budget_table(rows)
+    assert len(rows) == len({row["account"] for row in rows})  # each account once

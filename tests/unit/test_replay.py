@@ -1,15 +1,23 @@
 """Replay on a seeded history: clean logs verify; corrupt or unjustified plans do not."""
 
+import contextlib
+import datetime
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
 import pytest
 
 from allot.bus.codec import decode
+from allot.bus.eventlog import Record
 from allot.client.bench_replay import write_history
-from allot.client.logfile import LogFileError, read_log
+from allot.client.logfile import LogFileError, export_log, read_log
 from allot.core.replay import verify
 from allot.proto.events import PlanComputed
 from allot.proto.subjects import PLAN_EVENTS
@@ -111,3 +119,86 @@ def test_a_log_of_drains_from_before_graceful_drains_replays_as_it_was_decided()
     plans = [r.event for r in read_log(OLD_DRAINS) if isinstance(r.event, PlanComputed)]
     drains = [(p.job_id, p.code) for decided in plans for p in decided.preemptions]
     assert sorted(drains) == [(j, "DRAIN") for j in ["endless", "once", "resumable", "spare"]]
+
+
+def replay_at(log: Path, at: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "allot.client.cli", "replay", "--log", str(log), "--at", at],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def iso(ns: int) -> str:
+    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).isoformat()
+
+
+def test_a_moment_outside_the_log_is_refused_not_clamped(
+    history: list[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(history[:200]) + "\n")
+    last = json.loads(history[199])["seq"]
+    stamps = [json.loads(line)["event"]["meta"]["at"] for line in history[:200]]
+
+    assert replay_at(log, str(last)).returncode == 0
+    past = replay_at(log, str(last + 1))
+    assert past.returncode == 2
+    assert past.stderr.strip().splitlines() == [
+        f"allot: --at {last + 1}: past the end of the log, whose last sequence is {last}"
+    ]
+
+    assert replay_at(log, iso(max(stamps))).returncode == 0
+    for moment, where in [(min(stamps) - 10**9, "before"), (max(stamps) + 10**9, "after")]:
+        refused = replay_at(log, iso(moment))
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert line.startswith(f"allot: --at {iso(moment)}: {where} the "), line
+        assert "Traceback" not in refused.stderr
+
+
+def test_verify_reports_its_progress(history: list[str], tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(history) + "\n")
+    told: list[int] = []
+    verify(read_log(path, PLAN_EVENTS[:-1]), read_log(path), code_version(),
+           progress=lambda done, total: told.append(done))  # fmt: skip
+    assert told == list(range(1, len(history) + 1))
+
+
+async def test_export_reports_its_progress(history: list[str], tmp_path: Path) -> None:
+    source = tmp_path / "log.jsonl"
+    source.write_text("\n".join(history[:100]) + "\n")
+
+    async def records() -> AsyncIterator[Record]:
+        for record in read_log(source):
+            yield record
+
+    told: list[tuple[int, int | None]] = []
+    count = await export_log(records(), tmp_path / "out.jsonl",
+                             progress=lambda done, total: told.append((done, total)))  # fmt: skip
+    assert count == 100
+    assert told == [(n, None) for n in range(1, 101)]
+
+
+def test_progress_is_shown_on_a_terminal_only(history: list[str], tmp_path: Path) -> None:
+    """Scripts and tests read stderr clean; a person at a terminal sees the work go on."""
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(history) + "\n")
+    argv = [sys.executable, "-m", "allot.client.cli", "replay", "--verify", "--log", str(log)]
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stderr == ""
+
+    main, terminal = pty.openpty()
+    try:
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": "100"}
+        on_terminal = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=terminal, env=env)
+        os.close(terminal)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO: the process closed the terminal
+            while chunk := os.read(main, 65536):
+                shown += chunk
+        assert on_terminal.wait(timeout=120) == 0
+    finally:
+        os.close(main)
+    assert b"verifying" in shown, shown[:500]

@@ -246,3 +246,17 @@ def test_a_name_with_a_trailing_line_break_is_no_name(trailing: str) -> None:
     assert [f for f, _ in problems(env={"MODE" + trailing: "1"})] == ["env"]
     assert not is_principal("alice" + trailing)
     assert not is_id("node-1" + trailing)
+
+
+def test_durations_in_refusals_are_written_as_durations() -> None:
+    """Not `min_runtime='32400000000000'`: the value as a user would have written it."""
+    hours_9 = 9 * 3600 * 10**9
+    spec = JobSpec(account="ml/vision", gpus=1, command=["true"], min_runtime_ns=hours_9)
+    refused = validate_submission(SubmitRequest(spec=spec), State())
+    assert [(e.field, e.value) for e in refused] == [("min_runtime", "9h")]
+    spec = JobSpec(account="ml/vision", gpus=1, command=["true"], grace_ns=2 * hours_9)
+    refused = validate_submission(SubmitRequest(spec=spec), State())
+    assert [(e.field, e.value) for e in refused] == [("grace", "18h")]
+    spec = JobSpec(account="ml/vision", gpus=1, command=["true"], max_runtime_ns=-5 * 10**9)
+    refused = validate_submission(SubmitRequest(spec=spec), State())
+    assert [(e.field, e.value) for e in refused] == [("max_runtime", "-5s")]
