@@ -26,6 +26,7 @@ from opentelemetry.trace import SpanKind
 from allot.bus import tracing
 from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
+from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.core import JobRecord, State, apply_record, refold
@@ -359,14 +360,8 @@ class AsyncClient:
         return await self.events.read(max(1, last - count + 1), last)
 
 
-# Who answers each command (tests/integration/test_commands.py sends each).
-_SERVICE_OF = {
-    SUBMIT: "intake",
-    CANCEL: "intake",
-    NODE_COMMAND: "intake",
-    ACCOUNTS_APPLY: "ledger",
-    BUDGET_GRANT: "ledger",
-}
+# Who answers each command and query, by its name in the subject.
+_SERVICE_OF = {name: service for service, names in ANSWERS.items() for name in names}
 
 # nats-py writes the server's -ERR in lower case: 'permissions violation for publish to "…"'.
 _PUBLISH_REFUSED = re.compile(r'permissions violation for publish to "([^"]+)"')

@@ -167,7 +167,7 @@ def test_durations_are_shown_as_people_write_them() -> None:
 def test_an_accounts_max_wait_is_a_duration() -> None:
     state = State()
     state.accounts["lab"] = AccountSettings(weight=1, max_wait_ns=90 * 60 * 10**9)
-    [row] = render.accounts_table(state).splitlines()[1:]
+    [row] = render.accounts_table(state.accounts).splitlines()[1:]
     assert row.split()[-1] == "1h30m"
 
 
