@@ -157,6 +157,11 @@ def subject_for(event: Event) -> str:
     raise TypeError(f"no subject for event type {type(event).__name__}")
 
 
+def job_subjects(job_id: str) -> str:
+    """Every event of one job, its node agents' reports included."""
+    return f"{EVENTS_PREFIX}.job.{_token(job_id)}.>"
+
+
 def under_own_subject(subject: str, event: Event) -> str | None:
     """Why ``event`` does not belong under ``subject``; None if it does. The server decides
     who may publish under which subject, so an event counts only under its own: a node

@@ -44,7 +44,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
-from allot.proto.queries import Answer
+from allot.proto.queries import JOB, Answer, JobQuery
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -58,6 +58,7 @@ from allot.proto.subjects import (
     StreamSettings,
     command,
     health,
+    job_subjects,
 )
 
 R = TypeVar(
@@ -326,22 +327,50 @@ class AsyncClient:
             apply_record(state, record, records)
         return state
 
+    async def job(self, job_id: str, at_least: int = 0) -> JobRecord | None:
+        """The job as the read model has it, folded at least up to ``at_least`` (default:
+        the log's end now); None if the log holds no such job."""
+        try:
+            answer = await self.query(JOB, JobQuery(job_id=job_id, at_least=at_least))
+        except CommandError as error:
+            if [e.field for e in error.errors] == ["job_id"]:
+                return None
+            raise
+        return msgspec.convert(answer.data, JobRecord, strict=False)
+
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
-        """Follow the log until the job has ended; its final record. Past ``timeout``
-        seconds, WaitTimedOut says where the job was."""
+        """Wait until the job has ended; its final record. The read model is asked again
+        whenever an event of the job is appended (and every ``WAIT_POLL_S``: a node lost
+        ends its jobs by an event of the node). Past ``timeout`` seconds, WaitTimedOut says
+        where the job was."""
         seen: JobRecord | None = None
+        start = await self.events.last_seq()
+        latest = [start]  # the last event of the job seen appended
+        moved = asyncio.Event()
+
+        async def watch() -> None:
+            async for record in self.events.follow(start + 1, job_subjects(job_id)):
+                latest[0] = record.seq
+                moved.set()
+
+        watching = asyncio.create_task(watch())
         try:
             async with asyncio.timeout(timeout):
-                async with contextlib.aclosing(self.states()) as states:
-                    async for state in states:
-                        seen = state.jobs.get(job_id)
-                        if seen is not None and seen.status.terminal:
-                            return seen
+                seen = await self.job(job_id, start)
+                while seen is None or not seen.status.terminal:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(moved.wait(), WAIT_POLL_S)
+                    moved.clear()
+                    seen = await self.job(job_id, latest[0])
+                return seen
         except TimeoutError:
             assert timeout is not None
             status = "unknown to the log" if seen is None else str(seen.status)
             raise WaitTimedOut(job_id, status, timeout) from None
-        raise AssertionError("unreachable")
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
 
     async def states(self) -> AsyncGenerator[State, None]:
         """The folded state after every event, from the start of the log, then live."""
@@ -361,6 +390,8 @@ class AsyncClient:
 
 
 # Who answers each command and query, by its name in the subject.
+WAIT_POLL_S = 1.0  # how often ``wait`` asks again when none of the job's events came
+
 _SERVICE_OF = {name: service for service, names in ANSWERS.items() for name in names}
 
 # nats-py writes the server's -ERR in lower case: 'permissions violation for publish to "…"'.
