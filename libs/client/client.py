@@ -29,6 +29,7 @@ from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.core import JobRecord, State, apply_record, refold
+from allot.core.ranks import Process, process_of_worker
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -43,6 +44,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
+from allot.proto.output import DEFAULT_OUTPUT_BYTES, OutputReply, OutputRequest
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -56,6 +58,7 @@ from allot.proto.subjects import (
     StreamSettings,
     command,
     health,
+    output_request,
 )
 
 R = TypeVar("R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply, NodeCommandReply)
@@ -202,6 +205,47 @@ class AsyncClient:
         if reply.errors:
             raise CommandError(reply.errors)
         return reply
+
+    async def output(
+        self,
+        job_id: str,
+        *,
+        rank: int = 0,
+        offset: int = 0,
+        attempt: int | None = None,
+        max_bytes: int = DEFAULT_OUTPUT_BYTES,
+        node_id: str | None = None,
+        timeout: float = 5.0,
+    ) -> OutputReply:
+        """A piece of the output of the process that runs worker ``rank`` of ``job_id``,
+        from ``offset``, asked of the agent of its node (``node_id``, else the node the
+        log places that worker on now). Raises ``CommandError`` where the agent refuses
+        (a job of somebody else's, no output there) and ``NoRespondersError`` where no
+        agent of that node answers."""
+        if node_id is None:
+            job, process = await self.process_of(job_id, rank)
+            if job is None:
+                no_job = FieldError(field="job_id", value=job_id, message="no such job")
+                raise CommandError([no_job])
+            if process is None:
+                where = f"{job_id} has no worker {rank} placed now"
+                raise CommandError([FieldError(field="rank", value=str(rank), message=where)])
+            node_id = process.node_id
+            attempt = job.attempts if attempt is None else attempt
+        request = OutputRequest(job_id=job_id, attempt=attempt, offset=offset, max_bytes=max_bytes)
+        subject = output_request(node_id, self.principal, self.operator)
+        msg = await self._request_once(subject, msgspec.json.encode(request), timeout)
+        reply = msgspec.json.decode(msg.data, type=OutputReply)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def process_of(self, job_id: str, rank: int) -> tuple[JobRecord | None, Process | None]:
+        """The job as the log says now, and the process that runs its worker ``rank`` (None
+        while it is placed nowhere). Read from the log for now; a read model can answer it
+        later without a caller noticing."""
+        job = (await self.state()).jobs.get(job_id)
+        return job, None if job is None else process_of_worker(job, rank)
 
     async def ready(
         self, timeout: float = 30.0, services: tuple[str, ...] = ("intake", "ledger")
