@@ -64,6 +64,11 @@ async def test_output_is_bytes_as_the_job_wrote_them(stack: Stack, client: Async
     await client.wait(reply.job_id, timeout=20)
     shown = await asyncio.to_thread(_cli_bytes, stack, "logs", reply.job_id)
     assert shown == bytes(range(256)) * 4096 + b"\xff no newline"
+    # A reader that has had enough: no traceback, no error.
+    env = {**os.environ, "ALLOT_NATS_URL": stack.url, "ALLOT_IDENTITY": str(stack.operator)}
+    head = f"{sys.executable} -m allot.client.cli logs {reply.job_id} | head -c 10"
+    done = await asyncio.to_thread(_run, ["bash", "-o", "pipefail", "-c", head], env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, bytes(range(10)), b"")
 
 
 def _cli_bytes(stack: Stack, *args: str) -> bytes:
