@@ -42,6 +42,9 @@ async def logs(
     job = (await client.state()).jobs.get(job_id)
     if job is None:
         raise NoOutput(f"no job {job_id}")
+    if rank is not None and not 0 <= rank < job.spec.workers:
+        raise NoOutput(f"{job_id} has no worker {rank}: its workers are 0 to "
+                       f"{job.spec.workers - 1}")  # fmt: skip
     if follow and not _started(job, rank):
         job = await _until_started(client, job_id, rank)
     await show(client, job, _to_read(job, rank), write, follow=follow, poll_s=poll_s)
@@ -62,18 +65,15 @@ def _started(job: JobRecord, rank: int | None) -> bool:
 async def _until_started(client: AsyncClient, job_id: str, rank: int | None) -> JobRecord:
     """The job once the processes asked for have started, or it has ended."""
     async with contextlib.aclosing(client.states()) as states:
-        async for state in states:
-            job = state.jobs[job_id]
-            if job.status.terminal or _started(job, rank):
+        async for state in states:  # from the start of the log: the job comes later
+            job = state.jobs.get(job_id)
+            if job is not None and (job.status.terminal or _started(job, rank)):
                 return job
     raise AssertionError("unreachable")
 
 
 def _to_read(job: JobRecord, rank: int | None) -> list[Process]:
     """The processes asked for that have started; NoOutput where none has."""
-    if rank is not None and not 0 <= rank < job.spec.workers:
-        raise NoOutput(f"{job.job_id} has no worker {rank}: its workers are 0 to "
-                       f"{job.spec.workers - 1}")  # fmt: skip
     started = [p for p in _chosen(job, rank) if p.node_id in job.started_on]
     if started:
         return started

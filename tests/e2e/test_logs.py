@@ -13,6 +13,7 @@ import pytest
 from allot.client import AsyncClient
 from allot.client.client import CommandError
 from allot.client.stack import Stack
+from allot.core import State
 from allot.proto.events import JobSpec
 from allot.proto.output import OutputReply
 from allot.proto.subjects import HEARTBEATS, output_request
@@ -94,12 +95,7 @@ async def test_follow_shows_lines_as_they_come_and_ends_with_the_job(
     reply = await client.submit(spec)
     assert reply.job_id is not None
     job_id = reply.job_id
-    # Started at once: it waits for the job to start, then follows it.
-    env = {**os.environ, "ALLOT_NATS_URL": stack.url, "ALLOT_IDENTITY": str(stack.operator)}
-    follower = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "allot.client.cli", "logs", "-f", job_id,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    follower = await _follow(stack, job_id)
     assert follower.stdout is not None
     try:
         first = await asyncio.wait_for(follower.stdout.readline(), 20)
@@ -240,23 +236,59 @@ async def test_only_who_may_see_a_job_reads_its_output(stack: Stack) -> None:
         assert "Traceback" not in bob_cli.stderr
 
 
-async def test_a_job_that_never_started_says_so(stack: Stack, client: AsyncClient) -> None:
-    whole_node = JobSpec(account="lab/a", gpus=4, command=python("import time; time.sleep(60)"))
-    blocker = await client.submit(whole_node)
-    reply = await client.submit(whole_node)
-    assert reply.job_id is not None
-    job_id = reply.job_id
-    await until(
-        client, lambda state: job_id in state.jobs and state.jobs[job_id].reason is not None
+async def test_a_job_that_has_not_started_says_so_and_is_followed_once_it_starts(
+    stack: Stack, client: AsyncClient
+) -> None:
+    sleeper = JobSpec(account="lab/a", gpus=4, command=python("import time; time.sleep(60)"))
+    blocker = await client.submit(sleeper)
+    assert blocker.job_id is not None
+    blocker_id = blocker.job_id
+    later = await client.submit(
+        msgspec.structs.replace(sleeper, command=python("print('at last', flush=True)"))
     )
-    await until(client, lambda state: running(state, str(blocker.job_id)))
-    waiting = cli(stack, "logs", job_id)
+    never = await client.submit(sleeper)
+    assert later.job_id is not None
+    assert never.job_id is not None
+    later_id, never_id = later.job_id, never.job_id
+
+    def both_wait(state: State) -> bool:
+        return running(state, blocker_id) and all(
+            j in state.jobs and state.jobs[j].reason is not None for j in (later_id, never_id)
+        )
+
+    await until(client, both_wait)
+    waiting = cli(stack, "logs", later_id)
     assert (waiting.returncode, waiting.stdout) == (1, "")
-    assert waiting.stderr == f"allot: {job_id} has not started: the job is pending\n"
-    await client.cancel(job_id)
-    await client.wait(job_id, timeout=10)
-    never = cli(stack, "logs", job_id)
-    assert never.returncode == 1
-    assert never.stderr.startswith(f"allot: {job_id} never started: the job cancelled")
+    assert waiting.stderr == f"allot: {later_id} has not started: the job is pending\n"
+
+    await client.cancel(never_id)
+    await client.wait(never_id, timeout=10)
+    cancelled = cli(stack, "logs", never_id)
+    assert (cancelled.returncode, cancelled.stdout) == (1, "")
+    assert cancelled.stderr.startswith(f"allot: {never_id} never started: the job cancelled")
     unknown = cli(stack, "logs", "no-such-job")
     assert (unknown.returncode, unknown.stderr) == (1, "allot: no job no-such-job\n")
+
+    # Followed while it waits: shown once it has started, until it ends.
+    follower = await _follow(stack, later_id)
+    assert follower.stdout is not None
+    try:
+        await asyncio.sleep(1)
+        assert follower.returncode is None  # still waiting for the job to start
+        await client.cancel(blocker_id)
+        shown = await asyncio.wait_for(follower.stdout.read(), 20)
+        assert shown == b"at last\n"
+        assert await asyncio.wait_for(follower.wait(), 10) == 0
+    finally:
+        if follower.returncode is None:
+            follower.kill()
+            await follower.wait()
+
+
+async def _follow(stack: Stack, job_id: str) -> asyncio.subprocess.Process:
+    """``allot logs -f JOB``, running."""
+    env = {**os.environ, "ALLOT_NATS_URL": stack.url, "ALLOT_IDENTITY": str(stack.operator)}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "allot.client.cli", "logs", "-f", job_id,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
