@@ -46,8 +46,17 @@ async def logs(
         raise NoOutput(f"{job_id} has no worker {rank}: its workers are 0 to "
                        f"{job.spec.workers - 1}")  # fmt: skip
     if follow and not _started(job, rank):
-        job = await _until_started(client, job_id, rank)
-    await show(client, job, _to_read(job, rank), write, follow=follow, poll_s=poll_s)
+        job = await _until_started(client, job_id, rank, job.attempts)
+    while True:
+        await show(client, job, _to_read(job, rank), write, follow=follow, poll_s=poll_s)
+        if not follow:
+            return
+        # Its processes have ended: the job has too, or it is requeued (preempted, its
+        # node lost) and goes on in a later attempt, followed as well.
+        ended_attempt = job.attempts
+        job = await _until_started(client, job_id, rank, ended_attempt + 1)
+        if job.attempts == ended_attempt or not _started(job, rank):
+            return
 
 
 def _chosen(job: JobRecord, rank: int | None) -> list[Process]:
@@ -62,12 +71,17 @@ def _started(job: JobRecord, rank: int | None) -> bool:
     return bool(chosen) and all(p.node_id in job.started_on for p in chosen)
 
 
-async def _until_started(client: AsyncClient, job_id: str, rank: int | None) -> JobRecord:
-    """The job once the processes asked for have started, or it has ended."""
+async def _until_started(
+    client: AsyncClient, job_id: str, rank: int | None, attempt: int
+) -> JobRecord:
+    """The job once the processes asked for have started in ``attempt`` or a later one,
+    or once it has ended."""
     async with contextlib.aclosing(client.states()) as states:
         async for state in states:  # from the start of the log: the job comes later
             job = state.jobs.get(job_id)
-            if job is not None and (job.status.terminal or _started(job, rank)):
+            if job is None:
+                continue
+            if job.status.terminal or (job.attempts >= attempt and _started(job, rank)):
                 return job
     raise AssertionError("unreachable")
 

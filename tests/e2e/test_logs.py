@@ -112,6 +112,42 @@ async def test_follow_shows_lines_as_they_come_and_ends_with_the_job(
     assert (await client.wait(job_id, timeout=10)).status == "succeeded"
 
 
+async def test_follow_goes_on_with_the_next_attempt_of_a_requeued_job(
+    stack: Stack, client: AsyncClient, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    code = (
+        "import os, time\n"
+        "print('attempt', os.environ['ALLOT_ATTEMPT'], flush=True)\n"
+        "while not os.path.exists(os.environ['GO']): time.sleep(0.05)\n"
+    )
+    spec = JobSpec(
+        account="lab/a", gpus=1, resumable=True, command=python(code), env={"GO": str(go)}
+    )
+    reply = await client.submit(spec)
+    assert reply.job_id is not None
+    job_id = reply.job_id
+    state = await until(client, lambda s: running(s, job_id))
+    [first_node] = state.jobs[job_id].placements
+    follower = await _follow(stack, job_id)
+    assert follower.stdout is not None
+    try:
+        assert await asyncio.wait_for(follower.stdout.readline(), 20) == b"attempt 0\n"
+        drained = cli(stack, "nodes", "cordon", first_node, "--drain", "--reason", "test")
+        assert drained.returncode == 0, drained.stderr
+        assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"attempt 1\n"
+        go.touch()
+        assert await asyncio.wait_for(follower.stdout.read(), 20) == b""
+        assert await asyncio.wait_for(follower.wait(), 10) == 0
+    finally:
+        if follower.returncode is None:
+            follower.kill()
+            await follower.wait()
+    done = await client.wait(job_id, timeout=10)
+    assert (done.status, done.attempts) == ("succeeded", 1)
+    assert first_node not in done.placements
+
+
 async def test_submit_wait_shows_the_output_where_the_nodes_disk_is_not(
     stack: Stack, tmp_path: Path
 ) -> None:
