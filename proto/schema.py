@@ -24,13 +24,15 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import AnyEvent
+from allot.proto.output import OutputReply, OutputRequest
 from allot.proto.queries import QUERIES, Answer
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
 def render() -> dict[str, str]:
-    """File name -> JSON text, for the event union and each command."""
+    """File name -> JSON text, for the event union, each command and the request for a
+    job's output."""
     documents: dict[str, Any] = {
         "events.json": msgspec.json.schema(AnyEvent),
         "submit-request.json": msgspec.json.schema(SubmitRequest),
@@ -43,6 +45,8 @@ def render() -> dict[str, str]:
         "accounts-apply-reply.json": msgspec.json.schema(AccountsApplyReply),
         "budget-grant-request.json": msgspec.json.schema(BudgetGrantRequest),
         "budget-grant-reply.json": msgspec.json.schema(BudgetGrantReply),
+        "output-request.json": msgspec.json.schema(OutputRequest),
+        "output-reply.json": msgspec.json.schema(OutputReply),
     }
     for name, contract in QUERIES.items():
         documents[f"{name.replace('.', '-')}-request.json"] = msgspec.json.schema(contract.request)

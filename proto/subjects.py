@@ -2,7 +2,9 @@
 
 Events live under ``allot.evt.`` in the ALLOT stream; commands (request/reply) under
 ``allot.cmd.<principal>.``; readiness under ``allot.health.``; heartbeats and other
-high-rate samples under ``allot.hb.``, outside the log.
+high-rate samples under ``allot.hb.``, outside the log; a job's output, which each node
+agent serves of the jobs it ran, under ``allot.output.<node>.<principal>`` (request/reply,
+outside the log too).
 
 A command's subject names who sends it, and the NATS server lets each identity publish
 only under its own name and take replies only in its own inbox (``allot.bus.permissions``),
@@ -105,6 +107,32 @@ def sender_and_command(subject: str) -> tuple[str, str] | None:
     if prefix or not name or not _TOKEN.fullmatch(principal):
         return None
     return principal, name
+
+
+OUTPUT_PREFIX: Final = "allot.output"
+OPERATOR_ASKS: Final = "admin"  # the last token of an operator's request for output
+
+
+def output_request(node_id: str, principal: str, operator: bool) -> str:
+    """Where ``principal`` asks ``node_id``'s agent for a job's output. Like a command,
+    the subject names the asker, and only operators may send the ``.admin`` form."""
+    subject = f"{OUTPUT_PREFIX}.{_token(node_id)}.{_token(principal)}"
+    return f"{subject}.{OPERATOR_ASKS}" if operator else subject
+
+
+def output_requests(node_id: str) -> str:
+    """What ``node_id``'s agent takes requests for output on, whoever asks."""
+    return f"{OUTPUT_PREFIX}.{_token(node_id)}.>"
+
+
+def output_asker(subject: str, node_id: str) -> tuple[str, bool] | None:
+    """``allot.output.node-1.alice.admin`` -> ``("alice", True)`` for node-1's agent; None
+    for a subject that is no request for its output."""
+    prefix, _, rest = subject.partition(f"{OUTPUT_PREFIX}.{node_id}.")
+    principal, _, suffix = rest.partition(".")
+    if prefix or not is_principal(principal) or suffix not in ("", OPERATOR_ASKS):
+        return None
+    return principal, suffix == OPERATOR_ASKS
 
 
 def inbox_prefix(principal: str) -> str:

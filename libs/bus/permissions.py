@@ -4,7 +4,9 @@ config that says so (docs/adr/0015).
 Writers of the log: each service only the events it is the author of, a node agent only
 those of its own node, the operator anything (it restores logs); no user appends.
 Commands: every identity only under its own name (``allot.cmd.<name>.…``), operators also
-under ``….admin.``; replies only in one's own inbox. Everyone may read the log; only the
+under ``….admin.``; replies only in one's own inbox. Requests for a job's output likewise,
+under ``allot.output.<node>.<name>`` (operators also ``….admin``), taken by that node's
+agent alone. Everyone may read the log; only the
 operator and the services may create the stream, and nobody may change it or delete from it.
 
 Users live in an account of their own, ``USERS``; the services, node agents and operators
@@ -41,6 +43,8 @@ from allot.proto.subjects import (
     MIRROR_DELIVER,
     NODE_COMMAND,
     NODE_REPORTS,
+    OPERATOR_ASKS,
+    OUTPUT_PREFIX,
     PLAN_EVENTS,
     READERS_API,
     SAMPLES,
@@ -52,6 +56,7 @@ from allot.proto.subjects import (
     health,
     heartbeat,
     inbox_prefix,
+    output_requests,
     samples,
     stats_subject,
 )
@@ -123,10 +128,12 @@ def permissions(identity: Identity) -> dict[str, Any]:
         publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
         publish.append(command(identity.name, f"{QUERY}>"))  # the read model's questions
         publish.append("allot.health.*")
+        publish.append(f"{OUTPUT_PREFIX}.*.{identity.name}")  # a job's output, of any node
     if role == "operator":
         # The operator is the root of the installation: it restores a log (``allot log
         # import``), quarantines events, and may write any event, as the services may not.
         publish += [command(identity.name, f"{ADMIN}>"), ALL_EVENTS, *MAKE_STREAM, ACCOUNT_INFO]
+        publish.append(f"{OUTPUT_PREFIX}.*.{identity.name}.{OPERATOR_ASKS}")
         subscribe.append(HEARTBEATS)
     if role in AUTHORED:
         publish += [*AUTHORED[role], *MAKE_STREAM, stats_subject(role)]
@@ -150,6 +157,8 @@ def permissions(identity: Identity) -> dict[str, Any]:
             f"{EVENTS_PREFIX}.node.{node}.NodeRegistered",
             *(f"{_JOB}.{node}.{kind.__struct_config__.tag}" for kind in NODE_REPORTS),
         ]
+        subscribe.append(output_requests(node))  # the output of the jobs it ran
+        responds = True
     block: dict[str, Any] = {
         "publish": {"allow": publish},
         "subscribe": {"allow": subscribe},
@@ -218,7 +227,7 @@ def accounts(identities: Iterable[Identity]) -> dict[str, Any]:
     # What the mirror needs of the log: consumers made through the log's API (seen in
     # READERS under MIRROR_API), their flow control, and the subjects they deliver to.
     feed_api = [f"$JS.API.CONSUMER.CREATE.{STREAM}", f"$JS.API.CONSUMER.CREATE.{STREAM}.>"]
-    services = [f"{COMMANDS_PREFIX}.>", "allot.health.*"]
+    services = [f"{COMMANDS_PREFIX}.>", "allot.health.*", f"{OUTPUT_PREFIX}.>"]
     return {
         CORE: {
             "jetstream": "enabled",

@@ -18,7 +18,7 @@ from allot.bus import tracing
 from allot.bus.identity import Identity, IdentityError, Keyring, load
 from allot.bus.server import EmbeddedNats
 from allot.bus.tls import CA_ENV, TlsError, client_context
-from allot.client import deploy, exitcodes, failures, render
+from allot.client import deploy, exitcodes, failures, output, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.core import JobRecord, JobStatus, NodeRecord
@@ -139,11 +139,18 @@ async def cmd_submit(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             if job.output_path and not args.quiet:
-                with contextlib.suppress(OSError):
-                    sys.stdout.write(Path(job.output_path).read_text())
+                await print_output(client, job.job_id)
         if job.exit_code is None:
             return 1 if job.status != "succeeded" else 0
         return job.exit_code if job.exit_code >= 0 else 128 - job.exit_code
+
+
+async def print_output(client: AsyncClient, job_id: str) -> None:
+    """Worker 0's output, from its node's agent; where it cannot be had, one line why."""
+    try:
+        await output.logs(client, job_id, 0, write_stdout)
+    except (output.NoOutput, CommandError) as error:
+        print(f"allot: its output cannot be shown: {error}", file=sys.stderr)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -375,6 +382,29 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
             return 2
     emit(args, msgspec.to_builtins(reply), f"cancel requested for {reply.job_id}")
     return 0
+
+
+async def cmd_logs(args: argparse.Namespace) -> int:
+    rank = None if args.all_ranks else args.rank
+    async with await connect(args) as client:
+        try:
+            await output.logs(client, args.job, rank, write_stdout, follow=args.follow)
+        except output.NoOutput as error:
+            print(f"allot: {error}", file=sys.stderr)
+            return 1
+        except CommandError as error:
+            report_refusal(error, f"no output of {args.job}")
+            return 2
+        except BrokenPipeError:  # `allot logs JOB | head`: the reader has had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def write_stdout(data: bytes) -> None:
+    """A job's output as it is, byte for byte, at once (a follower shows it as it comes)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 async def cmd_accounts_apply(args: argparse.Namespace) -> int:
@@ -800,6 +830,22 @@ def build_parser() -> argparse.ArgumentParser:
     queue_cmd.add_argument(
         "--limit", type=int, default=500, help="at most this many jobs, from the first (500)"
     )
+    logs = add("logs", cmd_logs, "a job's output (stdout and stderr), from wherever it ran")
+    logs.add_argument("job")
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="wait for it to start, then show its output until it ends",
+    )
+    ranks = logs.add_mutually_exclusive_group()
+    ranks.add_argument(
+        "--rank", type=int, default=0, help="the worker of a gang whose output to show (default 0)"
+    )
+    ranks.add_argument(
+        "--all-ranks", action="store_true", help="every worker's, each line after its rank"
+    )
+
     explain_cmd = add("explain", cmd_explain, "why a job waits, where it runs, how it ended")
     explain_cmd.add_argument("job")
     nodes = add("nodes", cmd_nodes, "nodes, their state and their jobs; cordon, drain, uncordon")

@@ -30,6 +30,7 @@ from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.core import JobRecord, State, apply_record, refold
+from allot.core.ranks import Process, process_of_worker
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -44,6 +45,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import JobSpec
+from allot.proto.output import DEFAULT_OUTPUT_BYTES, OutputReply, OutputRequest
 from allot.proto.queries import JOB, Answer, JobQuery
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
@@ -59,6 +61,7 @@ from allot.proto.subjects import (
     command,
     health,
     job_subjects,
+    output_request,
 )
 
 R = TypeVar(
@@ -248,6 +251,46 @@ class AsyncClient:
             raise CommandError(answer.errors)
         return answer
 
+    async def output(
+        self,
+        job_id: str,
+        *,
+        rank: int = 0,
+        offset: int = 0,
+        attempt: int | None = None,
+        max_bytes: int = DEFAULT_OUTPUT_BYTES,
+        node_id: str | None = None,
+        timeout: float = 5.0,
+    ) -> OutputReply:
+        """A piece of the output of the process that runs worker ``rank`` of ``job_id``,
+        from ``offset``, asked of the agent of its node (``node_id``, else the node the
+        log places that worker on now). Raises ``CommandError`` where the agent refuses
+        (a job of somebody else's, no output there) and ``NoRespondersError`` where no
+        agent of that node answers."""
+        if node_id is None:
+            job, process = await self.process_of(job_id, rank)
+            if job is None:
+                no_job = FieldError(field="job_id", value=job_id, message="no such job")
+                raise CommandError([no_job])
+            if process is None:
+                where = f"{job_id} has no worker {rank} placed now"
+                raise CommandError([FieldError(field="rank", value=str(rank), message=where)])
+            node_id = process.node_id
+            attempt = job.attempts if attempt is None else attempt
+        request = OutputRequest(job_id=job_id, attempt=attempt, offset=offset, max_bytes=max_bytes)
+        subject = output_request(node_id, self.principal, self.operator)
+        msg = await self._request_once(subject, msgspec.json.encode(request), timeout)
+        reply = msgspec.json.decode(msg.data, type=OutputReply)
+        if reply.errors:
+            raise CommandError(reply.errors)
+        return reply
+
+    async def process_of(self, job_id: str, rank: int) -> tuple[JobRecord | None, Process | None]:
+        """The job as the read model says now, and the process that runs its worker ``rank``
+        (None while it is placed nowhere)."""
+        job = await self.job(job_id)
+        return job, None if job is None else process_of_worker(job, rank)
+
     async def ready(
         self, timeout: float = 30.0, services: tuple[str, ...] = ("intake", "ledger")
     ) -> None:
@@ -339,11 +382,25 @@ class AsyncClient:
         return msgspec.convert(answer.data, JobRecord, strict=False)
 
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:
-        """Wait until the job has ended; its final record. The read model is asked again
-        whenever an event of the job is appended (and every ``WAIT_POLL_S``: a node lost
-        ends its jobs by an event of the node). Past ``timeout`` seconds, WaitTimedOut says
-        where the job was."""
+        """Wait until the job has ended; its final record. Past ``timeout`` seconds,
+        WaitTimedOut says where the job was."""
         seen: JobRecord | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                async with contextlib.aclosing(self.job_updates(job_id)) as updates:
+                    async for seen in updates:
+                        if seen is not None and seen.status.terminal:
+                            return seen
+        except TimeoutError:
+            assert timeout is not None
+            status = "unknown to the log" if seen is None else str(seen.status)
+            raise WaitTimedOut(job_id, status, timeout) from None
+        raise AssertionError("unreachable")
+
+    async def job_updates(self, job_id: str) -> AsyncGenerator[JobRecord | None, None]:
+        """The job as the read model has it now (None: not in the log yet), then again
+        whenever an event under the job's subjects is appended, and every ``WAIT_POLL_S``
+        (a node lost ends its jobs by an event of the node). Nothing folds the log here."""
         start = await self.events.last_seq()
         latest = [start]  # the last event of the job seen appended
         moved = asyncio.Event()
@@ -355,18 +412,12 @@ class AsyncClient:
 
         watching = asyncio.create_task(watch())
         try:
-            async with asyncio.timeout(timeout):
-                seen = await self.job(job_id, start)
-                while seen is None or not seen.status.terminal:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(moved.wait(), WAIT_POLL_S)
-                    moved.clear()
-                    seen = await self.job(job_id, latest[0])
-                return seen
-        except TimeoutError:
-            assert timeout is not None
-            status = "unknown to the log" if seen is None else str(seen.status)
-            raise WaitTimedOut(job_id, status, timeout) from None
+            yield await self.job(job_id, start)
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(moved.wait(), WAIT_POLL_S)
+                moved.clear()
+                yield await self.job(job_id, latest[0])
         finally:
             watching.cancel()
             with contextlib.suppress(asyncio.CancelledError):

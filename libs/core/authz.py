@@ -3,8 +3,9 @@
 An operator (a command sent under ``admin.``, which the NATS server lets only operator
 identities send) may do anything. Anyone else may submit to an account if they are named in
 the ``members`` or ``admins`` of it or of an account above it, and where no account on that
-path names anybody, the account is open to all; may cancel the jobs they submitted; and an
-account's admins may cancel any job of it or below it.
+path names anybody, the account is open to all; may cancel, and read the output of, the
+jobs they submitted; and an account's admins may cancel, and read the output of, any job of
+it or below it.
 """
 
 from allot.core.accounts import ancestry, first_few
@@ -31,6 +32,20 @@ def cancel_refusal(
     state: State, principal: str, operator: bool, job: JobRecord
 ) -> FieldError | None:
     """Why ``principal`` may not cancel ``job``; None if it may."""
+    return _owner_refusal(state, principal, operator, job, "cancel")
+
+
+def output_refusal(
+    state: State, principal: str, operator: bool, job: JobRecord
+) -> FieldError | None:
+    """Why ``principal`` may not read ``job``'s output; None if it may. Whoever may cancel
+    a job may read what it prints, and nobody else: output can hold data and secrets."""
+    return _owner_refusal(state, principal, operator, job, "read the output of")
+
+
+def _owner_refusal(
+    state: State, principal: str, operator: bool, job: JobRecord, action: str
+) -> FieldError | None:
     account = job.spec.account
     if operator or job.submitted_by == principal or principal in _admins(state, account):
         return None
@@ -38,7 +53,7 @@ def cancel_refusal(
     return FieldError(
         field="job_id",
         value=job.job_id,
-        message=f"{principal} may not cancel {job.job_id}: only who submitted it "
+        message=f"{principal} may not {action} {job.job_id}: only who submitted it "
         f"({owner}), an admin of {account} or above, or an operator may",
     )
 

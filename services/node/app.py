@@ -6,8 +6,9 @@
   or report the exit status the supervisor left, or report it vanished;
 - a cancel requested: SIGTERM to the process group, SIGKILL after the grace period;
 - a local process the log no longer gives to this node (lost node, requeued): kill it.
-Starts and exits are appended with message ids per job attempt, so a retry after a crash
-appends nothing twice.
+Once it has read the log, it also answers requests for the output of the jobs it ran
+(``allot.services.node.output``). Starts and exits are appended with message ids per job
+attempt, so a retry after a crash appends nothing twice.
 """
 
 import argparse
@@ -40,6 +41,7 @@ from allot.proto.telemetry import Heartbeat, Samples
 from allot.services.node import process
 from allot.services.node.gpuwatch import GpuWatch
 from allot.services.node.nvml import Gpus, Inventory, Unavailable
+from allot.services.node.output import OutputServer
 from allot.services.node.process import JobDir
 from allot.services.node.simnvml import FaultFile, simulated_host
 from allot.services.runtime import Clock, event_span, follow_state, stamp
@@ -86,6 +88,7 @@ class NodeAgent:
         self._watched: dict[str, JobWatch] = {}  # job id -> the attempt running here
         self._first_pass = True
         self._lost_registration: int | None = None  # registration a loss was answered for
+        self._output: OutputServer | None = None  # serves job output once the log is read
 
     async def run(self) -> None:
         try:
@@ -201,6 +204,22 @@ class NodeAgent:
         if self._first_pass:
             self._first_pass = False
             self._kill_orphans({self._job_dir(j).path for j in mine})
+        if self._output is None:
+            # Only now: before, the agent would refuse jobs it has not read of yet.
+            output = OutputServer(self.node_id, self.work_dir, self.state, self._process_ended)
+            await output.subscribe(self.events.nc)
+            self._output = output
+
+    def _process_ended(self, job_id: str, attempt: int) -> bool:
+        """Whether the process of ``job_id``'s ``attempt`` here has exited (or never ran)."""
+        watch = self._watched.get(job_id)
+        if watch is not None and watch.attempt == attempt:
+            return watch.ended
+        job_dir = JobDir(self.work_dir, job_id, attempt, self.checkpoint_root)
+        if job_dir.exit_code() is not None:
+            return True
+        pid = job_dir.pid()
+        return pid is None or not process.alive(pid)
 
     async def _cancel_unstarted(self, job: JobRecord) -> None:
         """A cancelled or stopped job whose process never started here is not started at

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from allot.core import JobRecord
+from allot.core.ranks import local_workers
 from allot.services.node.files import write_atomically
 
 
@@ -58,8 +59,7 @@ def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
         "ALLOT_LEAD_HOST": lead_host,
         "ALLOT_WORKERS": str(job.spec.workers),
         "ALLOT_GPUS_PER_WORKER": str(job.spec.gpus),
-        # An elastic job is one worker, however many GPUs it was given.
-        "ALLOT_LOCAL_WORKERS": str(1 if job.spec.max_gpus else len(gpus) // job.spec.gpus),
+        "ALLOT_LOCAL_WORKERS": str(local_workers(job.spec, len(gpus))),
     }
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from allot.core import State
 from allot.core.accounts import read_tree
-from allot.core.authz import cancel_refusal, submit_refusal
+from allot.core.authz import cancel_refusal, output_refusal, submit_refusal
 from allot.proto.events import AccountsApplied, AccountSettings, Event
 from tests import builders as b
 from tests.builders import fold
@@ -49,6 +49,21 @@ def test_who_may_cancel_a_job() -> None:
     refusal = cancel_refusal(state, "bob", False, job)
     assert refusal is not None
     assert "only who submitted it (alice)" in refusal.message
+
+
+def test_who_may_read_a_jobs_output() -> None:
+    """Whoever may cancel a job may read its output: who submitted it, an admin of its
+    account or above, an operator; not another member of the same account."""
+    state = state_with(b.submitted("j1", account="lab/vision", by="alice"))
+    job = state.jobs["j1"]
+    for principal, operator in [("alice", False), ("vera", False), ("lea", False), ("x", True)]:
+        assert output_refusal(state, principal, operator, job) is None
+    for stranger in ("bob", "vera2"):
+        refusal = output_refusal(state, stranger, False, job)
+        assert refusal is not None
+        assert (refusal.field, refusal.value) == ("job_id", "j1")
+        assert f"{stranger} may not read the output of j1" in refusal.message
+        assert "only who submitted it (alice)" in refusal.message
 
 
 def test_members_must_be_identity_names() -> None:

@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,24 @@ def test_a_service_may_send_only_its_own_counts_and_only_metrics_hears_them(
     assert not [s for s in metrics["publish"]["allow"] if not s.startswith("$JS.")]
     for others in (planner, user):
         assert not [s for s in others["subscribe"]["allow"] if "stats" in s]
+
+
+def test_output_is_asked_for_under_ones_own_name_and_only_its_node_hears_it(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring(tmp_path)
+    user = permissions(load(keyring.add("alice", "user")))
+    admin = permissions(load(keyring.add("root", "operator")))
+    node = permissions(load(keyring.ensure("node-1", "node", "node-1")))
+    intake = permissions(load(keyring.add("intake", "intake")))
+
+    def asks(block: dict[str, Any]) -> list[str]:
+        return [s for s in block["publish"]["allow"] if s.startswith("allot.output")]
+
+    assert asks(user) == ["allot.output.*.alice"]
+    assert asks(admin) == ["allot.output.*.root", "allot.output.*.root.admin"]
+    assert asks(node) == asks(intake) == []
+    assert [s for s in node["subscribe"]["allow"] if "output" in s] == ["allot.output.node-1.>"]
+    assert "allow_responses" in node
+    for other in (user, admin, intake):
+        assert not [s for s in other["subscribe"]["allow"] if "output" in s]
