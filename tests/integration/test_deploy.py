@@ -58,7 +58,7 @@ def test_the_config_is_one_nats_server_takes_with_tls_and_in_a_cluster(tmp_path:
     names = sorted(p.stem for p in (tmp_path / "ids").glob("*.json"))
     assert names == sorted(
         ["admin", "mirror", "intake", "ledger", "planner", "preemptor", "telemetry", "metrics",
-         "gpu-01", "gpu-02"]
+         "view", "gpu-01", "gpu-02"]
     )  # fmt: skip
     for path in (tmp_path / "ids").glob("*.json"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
