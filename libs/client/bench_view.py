@@ -69,7 +69,7 @@ async def _one_size(scratch: Path, events: int, args: argparse.Namespace) -> dic
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
             try:
-                await client.ready(600.0, ("view",))  # it answers once it has read the log
+                await client.ready(3600.0, ("view",))  # it answers once it has read the log
                 caught_up_s = time.perf_counter() - began
                 job_id = await _a_waiting_job(client)
                 after = {
