@@ -192,6 +192,7 @@ def server_config(
     tls: ServerTls | None = None,
     server_name: str | None = None,
     cluster: Cluster | None = None,
+    websocket_port: int | None = None,
 ) -> str:
     """A nats-server config (JSON is valid NATS config) admitting exactly ``identities``
     (None: anyone, to do anything), over TLS where ``tls`` is given; a member of
@@ -215,6 +216,13 @@ def server_config(
         config["accounts"] = accounts(identities)
     if tls is not None:
         config["tls"] = tls.config()
+    if websocket_port is not None:
+        # For the dashboard's actions: a browser connects as its user's identity, with the
+        # same rights as the CLI (an nkey signs the server's challenge; no origin check
+        # is needed, since no page can sign without the seed).
+        socket: dict[str, Any] = {"host": host, "port": websocket_port}
+        socket |= {"tls": tls.config()} if tls is not None else {"no_tls": True}
+        config["websocket"] = socket
     return json.dumps(config, indent=2) + "\n"
 
 

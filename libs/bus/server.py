@@ -104,6 +104,7 @@ class EmbeddedNats:
         restart: Backoff | None = None,
         keyring: Keyring | None = None,
         tls: ServerTls | None = None,
+        websocket_port: int | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.host = host
@@ -113,12 +114,21 @@ class EmbeddedNats:
         # without, anyone may, and do anything.
         self.keyring = keyring
         self.tls = tls  # with it, every connection is TLS
+        self.websocket_port = websocket_port  # browsers connect there, as their identity
         self._process: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
         return f"nats://{self.host}:{self.port}"
+
+    @property
+    def websocket_url(self) -> str | None:
+        """Where a browser connects, if the server listens for one."""
+        if self.websocket_port is None:
+            return None
+        scheme = "wss" if self.tls is not None else "ws"
+        return f"{scheme}://{self.host}:{self.websocket_port}"
 
     @property
     def log_path(self) -> Path:
@@ -141,6 +151,7 @@ class EmbeddedNats:
             store_dir=str(self.data_dir / "jetstream"),
             pid_file=str(self.pid_path),
             tls=self.tls,
+            websocket_port=self.websocket_port,
         )
         partial = self.config_path.with_suffix(".partial")
         partial.write_text(config)
@@ -154,7 +165,8 @@ class EmbeddedNats:
         config = json.loads((Path(data_dir) / "nats-server.conf").read_text())
         tls = ServerTls.from_config(config["tls"]) if "tls" in config else None
         host, port = config["host"], int(config["port"])
-        return cls(data_dir, host=host, port=port, keyring=keyring, tls=tls)
+        socket = config.get("websocket", {}).get("port")
+        return cls(data_dir, host=host, port=port, keyring=keyring, tls=tls, websocket_port=socket)
 
     def reload(self) -> None:
         """Admit the keyring as it is now, from this or any other process: the server

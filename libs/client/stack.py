@@ -119,6 +119,7 @@ class Stack:
         metrics_port: int | None = None,
         view_refresh_s: float = 1.0,
         planner_args: tuple[str, ...] = (),
+        websocket: bool = False,
     ):
         """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not."""
         self.data_dir = Path(data_dir).resolve()
@@ -133,7 +134,11 @@ class Stack:
         # work needs (docs/adr/0015); else anyone may connect and do anything.
         self.keyring = Keyring(self.data_dir / "identities") if secure else None
         self.nats = EmbeddedNats(
-            self.data_dir / "nats", restart=self.backoff if restart else None, keyring=self.keyring
+            self.data_dir / "nats",
+            restart=self.backoff if restart else None,
+            keyring=self.keyring,
+            # Browsers connect there as their users, for the dashboard's actions.
+            websocket_port=free_port() if websocket else None,
         )
         # With TLS, the server's certificate is signed by a CA of this stack's own
         # (``allot.bus.local_ca``), which every client of it is given to trust.
