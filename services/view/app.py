@@ -112,6 +112,7 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         await view.run()
         return
     dashboard = web.Dashboard(
-        view.model, ready=lambda: view.commands.serving, job_records=JobLog(events)
-    )
+        view.model, ready=lambda: view.commands.serving, job_records=JobLog(events),
+        hosts=web.names_for(args.dashboard_host),
+    )  # fmt: skip
     await web.run_beside(view.run(), dashboard, sock, events)

@@ -10,16 +10,18 @@ current without being reloaded. Queries take the parameters of their NATS twins
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Generator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import uvicorn
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -52,6 +54,7 @@ MAX_TRACES = 4  # traces read from the log at once
 MAX_QUERY_CHARS = 4096
 SHOWN_VALUE = 80  # characters of a refused value said back
 STOP_S = 2.0  # how long stopping waits for requests under way
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 OWED_EVERY_S = 60.0  # GPU-hours owed and delivered are computed again this often, at most
 # Scripts, styles and data from this server only; nothing of it in a frame elsewhere.
 SECURITY_HEADERS = [
@@ -76,10 +79,12 @@ class Dashboard:
         ready: Callable[[], bool],
         job_records: JobRecords | None = None,
         job_output: JobOutput | None = None,
+        hosts: Collection[str] | None = None,
     ):
         """``ready``: whether the model has read the log to its end (until then, answers
         would describe a log half read); ``job_records``: where a job's trace is read
-        from (None: traces are not shown); ``job_output``: what each rank wrote."""
+        from (None: traces are not shown); ``job_output``: what each rank wrote;
+        ``hosts``: the only names a request may call this server by (None: any)."""
         self.model = model
         self.ready = ready
         self.job_records = job_records
@@ -100,7 +105,7 @@ class Dashboard:
         pages = [Route(path, _page(name)) for path, name in PAGES.items()]
         pages.append(Route("/jobs/{job_id}", _page("job.html")))
         static = Mount("/static", StaticFiles(directory=STATIC), name="static")
-        self.app: ASGIApp = _Secured(Starlette(routes=[*api, *pages, static]))
+        self.app: ASGIApp = _Secured(Starlette(routes=[*api, *pages, static]), hosts)
 
     # --- the API --------------------------------------------------------------------
 
@@ -274,16 +279,34 @@ def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
     return page
 
 
-class _Secured:
-    """Adds ``SECURITY_HEADERS`` to every response."""
+def names_for(host: str) -> frozenset[str] | None:
+    """The names a browser may call a server bound to ``host`` by: for this machine's own
+    addresses, only those of this machine, so that a page elsewhere cannot read the API
+    through a name of its own that it points here (DNS rebinding); else any."""
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return LOOPBACK_NAMES
+    return LOOPBACK_NAMES if host == "localhost" else None
 
-    def __init__(self, app: ASGIApp):
+
+class _Secured:
+    """Refuses a request that names a host not in ``hosts``; adds ``SECURITY_HEADERS`` to
+    every response."""
+
+    def __init__(self, app: ASGIApp, hosts: Collection[str] | None):
         self.app = app
+        self.hosts = None if hosts is None else frozenset(hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.hosts is not None:
+            named = Headers(scope=scope).get("host", "")
+            if _without_port(named) not in self.hosts:
+                refused = _field("host", named, f"this server answers to {sorted(self.hosts)}")
+                await _error(refused, 400)(scope, receive, send)
+                return
 
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -291,6 +314,13 @@ class _Secured:
             await send(message)
 
         await self.app(scope, receive, secured)
+
+
+def _without_port(host: str) -> str:
+    """``[::1]:8265`` -> ``::1``, ``localhost:8265`` -> ``localhost``."""
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 class _Server(uvicorn.Server):
@@ -313,7 +343,7 @@ async def serve(dashboard: Dashboard, sock: socket.socket) -> None:
     """Serve the dashboard on ``sock`` until cancelled; then end the event streams and
     stop, waiting for requests under way for ``STOP_S`` at most."""
     config = uvicorn.Config(
-        dashboard.app, lifespan="off", log_level="warning", access_log=False,
+        dashboard.app, lifespan="off", log_config=None, log_level="warning", access_log=False,
         timeout_graceful_shutdown=int(STOP_S), server_header=False,
     )  # fmt: skip
     server = _Server(config)

@@ -15,7 +15,7 @@ from allot.proto.events import Event, PendingReason
 from allot.proto.queries import QueueQuery
 from allot.proto.subjects import subject_for
 from allot.services.view.model import ReadModel, owed_report
-from allot.services.view.web import MAX_QUERY_CHARS, Dashboard
+from allot.services.view.web import MAX_QUERY_CHARS, Dashboard, names_for
 from tests import builders as b
 from tests.unit.test_read_model import FixedClock, S
 
@@ -195,3 +195,19 @@ def test_the_pages_and_their_script_are_served() -> None:
     assert "innerHTML" not in script.text  # everything from the log goes in as text
     assert client.get("/static/../web.py").status_code == 404
     assert client.post("/api/queue").status_code == 405  # read-only
+
+
+def test_a_server_on_this_machine_answers_only_to_its_names() -> None:
+    model = ReadModel(FixedClock(100 * S))
+    hosts = names_for("127.0.0.1")
+    assert hosts == names_for("::1") == names_for("localhost")
+    assert names_for("0.0.0.0") is None  # served to others: they name it as they know it
+    app = Dashboard(model, ready=lambda: True, hosts=hosts).app
+    client = TestClient(app, base_url="http://127.0.0.1:8265")
+    assert client.get("/api/nodes").status_code == 200
+    assert client.get("/api/nodes", headers={"host": "localhost:8265"}).status_code == 200
+    assert client.get("/api/nodes", headers={"host": "[::1]:8265"}).status_code == 200
+    # A page elsewhere that pointed a name of its own at this machine reads nothing.
+    rebound = client.get("/api/nodes", headers={"host": "attacker.example:8265"})
+    assert rebound.status_code == 400
+    assert rebound.json()["errors"][0]["field"] == "host"
