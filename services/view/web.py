@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from allot.bus.eventlog import EventLog
+from allot.core import JobRecord
 from allot.proto.commands import FieldError
 from allot.proto.queries import (
     DEFAULT_WINDOW_NS,
@@ -48,6 +49,7 @@ log = logging.getLogger("allot.view")
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/": "queue.html", "/nodes": "nodes.html", "/accounts": "accounts.html"}
 EVENTS_PER_S = 4
+RETRY_MS = 1000  # how soon a browser connects again after losing the stream
 KEEP_ALIVE_S = 15.0  # a comment on a quiet stream, so proxies keep it open
 MAX_STREAMS = 64  # open event streams; each costs a wake-up every 1/EVENTS_PER_S s
 MAX_TRACES = 4  # traces read from the log at once
@@ -127,27 +129,21 @@ class Dashboard:
 
     async def job(self, request: Request) -> Response:
         """The job and why it is where it is (its explanation, with its trail)."""
-        query = _path_job(request, JobQuery)
-        if (refused := self._refused(query)) is not None:
-            return refused
-        assert isinstance(query, JobQuery)
-        job = self.model.job(query)
-        if job.errors:
-            return _json({"seq": job.seq, "errors": job.errors}, 404)
-        explained = self.model.explain(ExplainQuery(job_id=query.job_id))
-        return _json({"seq": job.seq, "job": job.data, "explain": explained.data,
+        job = self._job_asked(request)
+        if isinstance(job, Response):
+            return job
+        # The NATS queries' own answers: the job, and why it is where it is.
+        whole = self.model.job(JobQuery(job_id=job.job_id))
+        explained = self.model.explain(ExplainQuery(job_id=job.job_id))
+        return _json({"seq": whole.seq, "job": whole.data, "explain": explained.data,
                       "traced": self.job_records is not None,
                       "output": self.job_output is not None})  # fmt: skip
 
     async def trace(self, request: Request) -> Response:
         """The job's trace, read from its own records in the log."""
-        query = _path_job(request, JobQuery)
-        if (refused := self._refused(query)) is not None:
-            return refused
-        assert isinstance(query, JobQuery)
-        job = self.model.state.jobs.get(query.job_id)
-        if job is None:
-            return _error(FieldError(field="job_id", value=query.job_id, message="no such job"))
+        job = self._job_asked(request)
+        if isinstance(job, Response):
+            return job
         if self.job_records is None:
             return _unavailable("job_id", "traces are not read by this server")
         async with self._tracing:
@@ -159,15 +155,26 @@ class Dashboard:
         return _json({"seq": self.model.state.seq, "trace": view})
 
     async def output(self, request: Request) -> Response:
-        query = _path_job(request, JobQuery)
+        job = self._job_asked(request)
+        if isinstance(job, Response):
+            return job
+        if self.job_output is None:
+            return _unavailable("job_id", "no output is served by this installation")
+        return _json(await self.job_output(job.job_id))
+
+    def _job_asked(self, request: Request) -> JobRecord | Response:
+        """The job the path names, or the answer that says why there is none."""
+        if request.url.query:
+            return _error(_field("query", request.url.query, "no parameters are taken"), 400)
+        payload = msgspec.json.encode({"job_id": request.path_params["job_id"]})
+        query = decode_request(payload, JobQuery)
         if (refused := self._refused(query)) is not None:
             return refused
         assert isinstance(query, JobQuery)
-        if query.job_id not in self.model.state.jobs:
+        job = self.model.state.jobs.get(query.job_id)
+        if job is None:
             return _error(FieldError(field="job_id", value=query.job_id, message="no such job"))
-        if self.job_output is None:
-            return _unavailable("job_id", "no output is served by this installation")
-        return _json(await self.job_output(query.job_id))
+        return job
 
     async def events(self, request: Request) -> Response:
         if self.streams >= MAX_STREAMS:
@@ -176,16 +183,19 @@ class Dashboard:
         return StreamingResponse(self._sequences(), media_type="text/event-stream", headers=headers)
 
     async def _sequences(self) -> AsyncIterator[str]:
-        """``seq`` events as the fold moves, until the server stops."""
+        """``seq`` events as the fold moves or the queue is computed again (at most every
+        ``refresh_s`` after the log moved: a page that fetched the queue before has an
+        older one), until the server stops."""
         self.streams += 1
         try:
-            yield f"retry: {1000}\n\n"
-            sent: tuple[int, bool] | None = None
+            yield f"retry: {RETRY_MS}\n\n"
+            sent: dict[str, int | bool] | None = None
             quiet = 0.0
             while not self.stopping.is_set():
-                now = (self.model.state.seq, self.ready())
+                seq, queue_seq = self.model.state.seq, self.model.derived.seq
+                now = {"seq": seq, "queue_seq": queue_seq, "ready": self.ready()}
                 if now != sent:
-                    yield f"event: seq\ndata: {json.dumps({'seq': now[0], 'ready': now[1]})}\n\n"
+                    yield f"event: seq\ndata: {json.dumps(now)}\n\n"
                     sent, quiet = now, 0.0
                 elif quiet >= KEEP_ALIVE_S:
                     yield ": keep-alive\n\n"
@@ -245,12 +255,6 @@ def _query(
         else:
             given[key] = values[0]
     return decode_request(msgspec.json.encode(given), kind)
-
-
-def _path_job(request: Request, kind: type[msgspec.Struct]) -> msgspec.Struct | FieldError:
-    if request.url.query:
-        return _field("query", request.url.query, "this page takes no parameters")
-    return decode_request(msgspec.json.encode({"job_id": request.path_params["job_id"]}), kind)
 
 
 def _field(field: str, value: str, message: str) -> FieldError:

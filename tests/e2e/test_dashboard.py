@@ -20,7 +20,7 @@ from allot.client.stack import NodeShape, Stack
 from allot.core import State
 from allot.proto.commands import NodeCommandRequest
 from allot.proto.events import JobSpec
-from allot.proto.queries import QUEUE, QueueQuery
+from allot.proto.queries import ACCOUNTS, QUEUE, AccountsQuery, QueueQuery
 from tests.stack import python, running, until
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -81,7 +81,7 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
             JobSpec(account="lab/b", gpus=4, name="waiter", command=SLEEP)
         )).job_id)  # fmt: skip
         later = str((await client.submit(
-            JobSpec(account="ops", gpus=4, name="later", command=SLEEP)
+            JobSpec(account="lab/b", gpus=4, name="later", command=SLEEP)
         )).job_id)  # fmt: skip
         await until(client, lambda s: waiting(s, waiter, later))
         page = await context.new_page()
@@ -90,7 +90,7 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
         await page.goto(stack.dashboard_url)
         answer = await client.query(QUEUE, QueueQuery(at_least=await client.events.last_seq()))
         order = [row["job_id"] for row in answer.data["rows"]]
-        assert sorted(order) == sorted([waiter, later])
+        assert order == [waiter, later]  # one account: in the order they came
         rows = page.locator("#queue tbody tr")
         await expect(rows).to_have_count(2)
         assert [await row.get_attribute("data-job") for row in await rows.all()] == order
@@ -105,7 +105,11 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
         await page.goto(stack.dashboard_url + "nodes")
         card = page.locator('.card[data-node="node-1"]')
         await expect(card.locator(".gpu.busy")).to_have_count(4)
-        await expect(card.locator(".gpu a.job").first).to_have_text(holder)
+        held = (await client.state()).nodes["node-1"].allocated
+        assert set(held.values()) == {holder}
+        for cell in await card.locator(".gpu").all():
+            index = int(str(await cell.get_attribute("data-gpu")))
+            assert await cell.locator("a.job").all_text_contents() == [held[index]]
         cordoned = page.locator('.card[data-node="node-2"]')
         await expect(cordoned.locator(".badge")).to_have_text("cordoned")
         await expect(cordoned.locator(".why")).to_contain_text("bad fan, ticket 7")
@@ -120,6 +124,10 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
         assert {"lab", "lab/a", "lab/b", "ops"} <= set(shown)
         lab = page.locator('#accounts tr[data-account="lab"] td')
         await expect(lab.nth(1)).to_have_text("2")  # its weight
+        budget = (await client.query(ACCOUNTS, AccountsQuery())).data["budget"]
+        for row in budget:
+            cells = page.locator(f'#accounts tr[data-account="{row["account"]}"] td')
+            await expect(cells.nth(3)).to_have_text(str(row["rank"]))
         await shot(page, "accounts")
 
         # A job: what a user named it is shown as text, never run as markup.

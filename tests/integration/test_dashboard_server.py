@@ -54,7 +54,9 @@ async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it(
     assert points[:2] == ["waiting: NO_FIT", "admitted to n1 [0]"]
 
 
-async def test_stopping_ends_the_event_streams_at_once(event_log: EventLog) -> None:
+async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping(
+    event_log: EventLog,
+) -> None:
     await event_log.append(b.node("n1", 2))
     dashboard = Dashboard(await folded(event_log), ready=lambda: True)
     sock = listen("127.0.0.1", 0)
@@ -65,7 +67,14 @@ async def test_stopping_ends_the_event_streams_at_once(event_log: EventLog) -> N
     await writer.drain()
     head = await asyncio.wait_for(reader.readuntil(b"event: seq\ndata: "), 5)
     assert b"text/event-stream" in head
-    assert (await reader.readline()).strip() == b'{"seq": 1, "ready": true}'
+    said = msgspec.json.decode(await reader.readline())
+    assert said == {"seq": 1, "queue_seq": -1, "ready": True}
+    # The queue computed again (it lags the log by up to refresh_s) is news too: a page
+    # that fetched the older one fetches it again.
+    dashboard.model.refresh(force=True)
+    await asyncio.wait_for(reader.readuntil(b"event: seq\ndata: "), 2)
+    said = msgspec.json.decode(await reader.readline())
+    assert said == {"seq": 1, "queue_seq": 1, "ready": True}
 
     began = time.monotonic()
     serving.cancel()

@@ -197,7 +197,16 @@ async function drawAccounts() {
 
 // --- one job -----------------------------------------------------------------------------
 
-const jobId = page === "job" ? decodeURIComponent(location.pathname.split("/").pop()) : null;
+function jobOfPath() {
+  const last = location.pathname.split("/").pop();
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last; // not a valid escape: asked as it is, and the server says there is none
+  }
+}
+
+const jobId = page === "job" ? jobOfPath() : null;
 let tracedAt = null; // what the trace was last read for: the job's trail length and status
 
 function shape(spec) {
