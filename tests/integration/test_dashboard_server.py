@@ -11,7 +11,7 @@ from allot.bus import EventLog
 from allot.proto.events import PendingReason
 from allot.services.view.joblog import JobLog, trace_view
 from allot.services.view.model import ReadModel
-from allot.services.view.web import STOP_S, Dashboard, listen, serve
+from allot.services.view.web import STOP_S, Dashboard, keep_owed, listen, serve
 from tests import builders as b
 
 S = 10**9
@@ -85,3 +85,27 @@ async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping(
     rest = await asyncio.wait_for(reader.read(), 1)  # to the end of the connection
     assert rest == b"" or rest.endswith(b"0\r\n\r\n")  # the stream's last chunk
     writer.close()
+
+
+async def test_owed_and_delivered_follow_the_log_off_the_queries_path(
+    event_log: EventLog,
+) -> None:
+    await event_log.append(b.node("n1", 2))
+    await event_log.append(b.submitted("j1", 1, at=S))
+    model = await folded(event_log)
+    assert model.owed is None
+    keeping = asyncio.create_task(keep_owed(event_log, model, lambda: True, every_s=0.05))
+    try:
+        async with asyncio.timeout(10):
+            while model.owed is None:
+                await asyncio.sleep(0.02)
+            assert model.owed.seq == 2
+            assert [row["account"] for row in model.owed.rows] == ["lab", "lab/team"]
+            await event_log.append(b.submitted("j2", 1, at=S, account="ops"))
+            for record in await event_log.read(3):
+                model.fold(model.state, record)
+            while model.owed.seq < 3:
+                await asyncio.sleep(0.02)
+        assert "ops" in [row["account"] for row in model.owed.rows]
+    finally:
+        keeping.cancel()

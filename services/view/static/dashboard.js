@@ -191,8 +191,8 @@ async function drawAccounts() {
   document.getElementById("summary").textContent =
     `${paths.length} accounts · sequence ${answer.seq}`;
   document.getElementById("owed-note").textContent = owed
-    ? `Owed and delivered: ${when(owed.start)} to ${when(owed.end)}, from the log up to sequence ${owed.seq} (computed about once a minute).`
-    : "Owed and delivered: not computed yet (about once a minute).";
+    ? `Owed and delivered: ${when(owed.start)} to ${when(owed.end)}, from the log up to sequence ${owed.seq} (computed again as the log moves, every 10 s or less often).`
+    : "Owed and delivered: not computed yet.";
 }
 
 // --- one job -----------------------------------------------------------------------------
