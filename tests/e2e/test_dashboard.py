@@ -114,6 +114,18 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
         await expect(cordoned.locator(".badge")).to_have_text("cordoned")
         await expect(cordoned.locator(".why")).to_contain_text("bad fan, ticket 7")
         await expect(cordoned.locator(".gpu.free")).to_have_count(2)
+        # A GPU's fault shows on its cell as the log records it, while the page is open.
+        stack.fault_file("node-2").parent.mkdir(parents=True, exist_ok=True)
+        with stack.fault_file("node-2").open("a") as faults:
+            faults.write('{"gpu": 1, "xid": 79}\n')
+
+        def faulted(state: State) -> bool:
+            node = state.nodes.get("node-2")
+            return node is not None and 1 in node.gpu_faults
+
+        fault = (await until(client, faulted)).nodes["node-2"].gpu_faults[1]
+        faulty = cordoned.locator('.gpu.faulty[data-gpu="1"] .fault')
+        await expect(faulty).to_have_text(f"{fault.kind}: {fault.reason}", timeout=10_000)
         await shot(page, "nodes")
 
         # The accounts: the tree, as the log's settings have it.

@@ -130,7 +130,7 @@ function gpuCell(node, gpu) {
   const kind = fault ? "faulty" : holder ? "busy" : "free";
   return el("div", { class: "gpu " + kind, "data-gpu": gpu.index, title: gpu.uuid || null },
     el("div", { class: "index" }, `GPU ${gpu.index}`),
-    holder ? jobLink(holder) : el("div", { class: "muted" }, "free"),
+    holder ? jobLink(holder) : el("div", { class: "muted" }, fault ? "takes no work" : "free"),
     fault ? el("div", { class: "fault" }, `${fault.kind}: ${fault.reason}`) : null,
   );
 }
