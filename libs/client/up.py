@@ -89,6 +89,8 @@ async def up(args: argparse.Namespace) -> int:
     stack = Stack(
         data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
         tls=args.tls, metrics_port=args.metrics_port,
+        # The parser has the option once cli.py's `up` calls dashboard_option(); until then
+        # the dashboard is on its default port.
         dashboard_port=getattr(args, "dashboard_port", DASHBOARD_PORT),
     )  # fmt: skip
     stopped = asyncio.Event()
