@@ -211,3 +211,27 @@ def test_a_server_on_this_machine_answers_only_to_its_names() -> None:
     rebound = client.get("/api/nodes", headers={"host": "attacker.example:8265"})
     assert rebound.status_code == 400
     assert rebound.json()["errors"][0]["field"] == "host"
+
+
+def test_each_ranks_output_is_served_only_where_a_server_gives_it() -> None:
+    model = ReadModel(FixedClock(100 * S))
+    for record in records_of(*EVENTS):
+        model.fold(model.state, record)
+    asked: list[str] = []
+
+    async def output(job_id: str) -> dict[str, object]:
+        asked.append(job_id)
+        return {"ranks": [{"rank": 0, "node": "n1", "text": HOSTILE}]}
+
+    given = TestClient(Dashboard(model, ready=lambda: True, job_output=output).app)
+    assert given.get("/api/jobs/held").json()["output"] is True
+    assert given.get("/api/jobs/held/output").json()["ranks"][0]["text"] == HOSTILE
+    assert given.get("/api/jobs/nope/output").status_code == 404
+    assert asked == ["held"]
+
+    without = TestClient(Dashboard(model, ready=lambda: True).app)
+    assert without.get("/api/jobs/held").json()["output"] is False
+    assert without.get("/api/jobs/held/output").status_code == 503  # nothing made up
+    untraced = without.get("/api/jobs/held/trace")
+    assert untraced.status_code == 503
+    assert untraced.json()["errors"][0]["field"] == "job_id"
