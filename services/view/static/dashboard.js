@@ -257,7 +257,7 @@ async function drawJob() {
     ["position", explain.position !== undefined ? `${explain.position} of ${explain.queue_length}` : undefined],
     ["waiting because", explain.reason],
     ["recorded reason", explain.recorded_reason],
-    ["estimated start", explain.estimated_start],
+    ["estimated start (UTC)", explain.estimated_start],
     ["placed", explain.placements],
     ["funded", explain.funded === undefined ? undefined : explain.funded ? "yes" : "no (runs on idle GPUs)"],
     ["ended", explain.ended],
