@@ -145,6 +145,7 @@ def permissions(identity: Identity) -> dict[str, Any]:
             subscribe.append(HEARTBEATS)
     if role == "view":  # the read model: answers every query, appends nothing
         subscribe += [*(from_anyone(name) for name in ANSWERS[role]), health(role)]
+        publish.append(stats_subject(role))  # what it counts, for the metrics
         responds = True
     if role == "metrics":
         subscribe += [STATS, SAMPLES]  # what the services count, and the GPUs' load

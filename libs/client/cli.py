@@ -727,6 +727,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=9464,
         help="serve Prometheus metrics on 127.0.0.1:PORT (default 9464; 0: a free port)",
     )  # fmt: skip
+    from allot.client.up import dashboard_option  # up imports this module: not at its top
+
+    dashboard_option(up)
     up.add_argument(
         "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
     )

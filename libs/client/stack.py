@@ -92,14 +92,14 @@ class Child:
         self.supervised = True  # restart when it dies on its own
 
 
-def _usable(port: int | None) -> int | None:
+def _usable(port: int | None, what: str) -> int | None:
     """``port``, or a free one when it is 0 or taken (by another ``allot up``, say)."""
     if port is None:
         return None
     if port != 0:
         with contextlib.suppress(OSError), socket.create_server(("127.0.0.1", port)):
             return port
-        log.warning("port %d is taken: serving metrics on another", port)
+        log.warning("port %d is taken: serving %s on another", port, what)
     return free_port()
 
 
@@ -117,11 +117,14 @@ class Stack:
         secure: bool = True,
         tls: bool = False,
         metrics_port: int | None = None,
+        dashboard_port: int | None = None,
         view_refresh_s: float = 1.0,
         planner_args: tuple[str, ...] = (),
         websocket: bool = False,
     ):
-        """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not."""
+        """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not.
+        ``dashboard_port``: the view service serves the dashboard there, on 127.0.0.1 (0: on
+        a free port); None: not."""
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
         self.node_timeout_s = node_timeout_s
@@ -143,7 +146,8 @@ class Stack:
         # With TLS, the server's certificate is signed by a CA of this stack's own
         # (``allot.bus.local_ca``), which every client of it is given to trust.
         self.tls_dir = self.data_dir / "tls" if tls else None
-        self.metrics_port = _usable(metrics_port)
+        self.metrics_port = _usable(metrics_port, "metrics")
+        self.dashboard_port = _usable(dashboard_port, "the dashboard")
         self.view_refresh_s = view_refresh_s  # how often the read model recomputes the queue
         self.planner_args = list(planner_args)  # its policy, as `allot-planner --help` says
         self.children: dict[str, Child] = {}
@@ -179,6 +183,11 @@ class Stack:
     def metrics_url(self) -> str | None:
         port = self.metrics_port
         return f"http://127.0.0.1:{port}/metrics" if port is not None else None
+
+    @property
+    def dashboard_url(self) -> str | None:
+        port = self.dashboard_port
+        return f"http://127.0.0.1:{port}/" if port is not None else None
 
     @property
     def logs(self) -> Path:
@@ -221,7 +230,10 @@ class Stack:
         self._add("preemptor", ["--tick", str(min(1.0, self.heartbeat_s))])
         if self.metrics_port is not None:
             self._add("metrics", ["--port", str(self.metrics_port)])
-        self._add("view", ["--refresh", str(self.view_refresh_s)])
+        view = ["--refresh", str(self.view_refresh_s)]
+        if self.dashboard_port is not None:
+            view += ["--dashboard-port", str(self.dashboard_port)]
+        self._add("view", view)
         for node in self.nodes:
             self._add(
                 node.node_id,

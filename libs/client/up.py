@@ -70,6 +70,17 @@ GANG_CODE = (
 )
 
 
+DASHBOARD_PORT = 8265
+
+
+def dashboard_option(up: argparse.ArgumentParser) -> None:
+    """``allot up --dashboard-port``; without it, the dashboard is on ``DASHBOARD_PORT``."""
+    up.add_argument(
+        "--dashboard-port", type=int, default=DASHBOARD_PORT,
+        help=f"serve the dashboard on 127.0.0.1:PORT (default {DASHBOARD_PORT}; 0: a free port)",
+    )  # fmt: skip
+
+
 async def up(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s %(message)s")
     try:
@@ -106,6 +117,9 @@ async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
     stack = Stack(
         data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
         tls=args.tls, metrics_port=args.metrics_port,
+        # The parser has the option once cli.py's `up` calls dashboard_option(); until then
+        # the dashboard is on its default port.
+        dashboard_port=getattr(args, "dashboard_port", DASHBOARD_PORT),
     )  # fmt: skip
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None
@@ -122,6 +136,7 @@ async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
             "identity": str(stack.operator) if stack.operator else None,
             "tls_ca": str(stack.tls_ca) if stack.tls_ca else None,
             "metrics_url": stack.metrics_url,
+            "dashboard_url": stack.dashboard_url,
         }
         for lock in locks:
             lock.note(nats_url=stack.url)
@@ -150,7 +165,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
     gpus = sum(n.gpus for n in stack.nodes)
     if args.json:
         up = {"nats_url": stack.url, "data_dir": str(stack.data_dir), "logs": str(stack.logs),
-              "metrics_url": stack.metrics_url}  # fmt: skip
+              "metrics_url": stack.metrics_url, "dashboard_url": stack.dashboard_url}  # fmt: skip
         print(json.dumps({**up, "nodes": len(stack.nodes), "gpus": gpus}), flush=True)
         return
     print(
@@ -162,6 +177,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"   (this CLI's, as operator)\n"
         f"  TLS       {stack.tls_ca or 'off (--tls turns it on)'}"
         f"{'   (clients: export ALLOT_TLS_CA=it)' if stack.tls_ca else ''}\n"
+        f"  dashboard {stack.dashboard_url or 'off'}   (queue, GPUs, accounts, jobs; live)\n"
         f"  metrics   {stack.metrics_url or 'off'}   (point a browser or Prometheus at it)\n"
         f"  traces    {tracing_said()}\n"
         f"Users: allot users add NAME [--admin] makes an identity; name it in an account's\n"

@@ -10,4 +10,14 @@ parser.add_argument(
     default=1.0,
     help="seconds between recomputations of the queue while the log moves (default 1)",
 )
+parser.add_argument(
+    "--dashboard-port",
+    type=int,
+    help="serve the dashboard on this port (0: a free one; default: no dashboard)",
+)
+parser.add_argument(
+    "--dashboard-host",
+    default="127.0.0.1",
+    help="the address to serve the dashboard on (default 127.0.0.1: this machine only)",
+)
 run_service("view", parser, serve)

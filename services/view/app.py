@@ -28,6 +28,8 @@ from allot.proto.queries import (
 from allot.services.commands import Commands, Lane
 from allot.services.replies import Handler, Sender, decode_request
 from allot.services.runtime import Clock, follow_state
+from allot.services.view import web
+from allot.services.view.joblog import JobLog
 from allot.services.view.model import ReadModel
 
 log = logging.getLogger("allot.view")
@@ -99,4 +101,18 @@ class View:
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await View(events, refresh_s=args.refresh).run()
+    view = View(events, refresh_s=args.refresh)
+    if args.dashboard_port is None:
+        await view.run()
+        return
+    try:
+        sock = web.listen(args.dashboard_host, args.dashboard_port)
+    except OSError as error:  # the queries over NATS are served all the same
+        log.error("no dashboard: %s:%d: %s", args.dashboard_host, args.dashboard_port, error)
+        await view.run()
+        return
+    dashboard = web.Dashboard(
+        view.model, ready=lambda: view.commands.serving, job_records=JobLog(events),
+        hosts=web.names_for(args.dashboard_host),
+    )  # fmt: skip
+    await web.run_beside(view.run(), dashboard, sock, events)

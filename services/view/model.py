@@ -4,17 +4,24 @@ Answers cost what they hold, not what the log holds: a job, a node or a trail is
 a list of jobs is walked newest first until the page is full; the queue (the planner's
 order, reasons and estimated starts, under the policy the planner recorded) is computed
 once per change of the log, at most every ``refresh_s``, off the path of any query.
+
+GPU-hours owed and delivered per account (``allot.core.owed``) need the log's records, not
+the folded state: whoever holds the log computes them now and then (``owed_report``, off
+the event loop) and hands them to the model (``ReadModel.owed``), which answers with the
+latest; no query waits for them.
 """
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import msgspec
 
 from allot.client import render
 from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
+from allot.core.budgets import MS_PER_HOUR
 from allot.core.fold import LogRecord
+from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
 from allot.core.trail import Trails
 from allot.proto.commands import FieldError
@@ -46,6 +53,35 @@ class Derived(msgspec.Struct, kw_only=True):
     by_job: dict[str, dict[str, Any]] = {}  # job id -> its row
 
 
+class Owed(msgspec.Struct, frozen=True, kw_only=True):
+    """GPU-hours owed and delivered per account over ``[start, end)``, from the log up to
+    ``seq``."""
+
+    seq: int
+    start: int  # UTC ns
+    end: int
+    rows: list[dict[str, Any]]
+
+
+def owed_report(records: Collection[LogRecord], end: int, window_ns: int) -> Owed:
+    """What each account was owed and delivered in the window of ``window_ns`` before
+    ``end``. It folds every record given: run it off the event loop."""
+    start = end - window_ns
+    rows = [
+        {
+            "account": r.account,
+            "share": r.share_ppm / 1_000_000,
+            "demand_gpu_hours": r.demand_gpu_ms / MS_PER_HOUR,
+            "owed_gpu_hours": r.owed_gpu_ms / MS_PER_HOUR,
+            "delivered_gpu_hours": r.delivered_gpu_ms / MS_PER_HOUR,
+            "delivered_of_owed": r.ratio,
+        }
+        for r in owed_and_delivered(records, start, end)
+    ]
+    seq = max((record.seq for record in records), default=0)
+    return Owed(seq=seq, start=start, end=end, rows=rows)
+
+
 class ReadModel:
     def __init__(self, clock: Clock | None = None, refresh_s: float = 1.0):
         self.clock = clock or Clock()
@@ -54,6 +90,7 @@ class ReadModel:
         self.trails = Trails()
         self.plan_policy = ""  # the hash of the policy the latest plan names
         self.derived = Derived()
+        self.owed: Owed | None = None  # None: not computed yet
 
     # --- folding ----------------------------------------------------------------------
 
@@ -191,7 +228,14 @@ class ReadModel:
         budget = render.budget_rows(
             self.state, self.clock.now(), query.window_ns, policy.fair_share
         )
-        return Answer(seq=self.state.seq, data={"accounts": tree, "budget": budget})
+        owed = None if self.owed is None else msgspec.to_builtins(self.owed)
+        return Answer(seq=self.state.seq, data={"accounts": tree, "budget": budget, "owed": owed})
+
+    def plan_seqs(self, job_id: str) -> list[int]:
+        """The plans that decided something about the job, by their sequence (from its
+        trail): what its trace needs of the log besides its own events."""
+        decided = ("waiting", "admitted", "preempting", "held")
+        return sorted({step.seq for step in self.trails.of(job_id) if step.what in decided})
 
     def _no_job(self, job_id: str) -> Answer:
         return self._refused("job_id", job_id, "no such job")

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from allot.client import exitcodes
@@ -84,6 +85,11 @@ def test_allot_up_json_announces_where_it_runs(tmp_path: Path) -> None:
         assert announced["nodes"] == 2
         assert announced["gpus"] == 8
         assert announced["nats_url"].startswith("nats://127.0.0.1:")
+        # The dashboard is up on this machine only, answering from the same log.
+        dashboard = announced["dashboard_url"]
+        assert dashboard.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(dashboard + "api/nodes", timeout=10) as answer:
+            assert [n["node_id"] for n in json.load(answer)["data"]] == ["node-1", "node-2"]
         demo = [json.loads(up.stdout.readline()) for _ in range(7)]
         assert all(d["job_id"].startswith("j-") for d in demo)
         assert (demo[5]["demo"], demo[5]["gpus"]) == ("ddp-pretrain", "2x4 GPUs")
