@@ -233,6 +233,8 @@ class Stack:
         view = ["--refresh", str(self.view_refresh_s)]
         if self.dashboard_port is not None:
             view += ["--dashboard-port", str(self.dashboard_port)]
+        if self.nats.websocket_url is not None:
+            view += ["--nats-websocket-url", self.nats.websocket_url]
         self._add("view", view)
         for node in self.nodes:
             self._add(

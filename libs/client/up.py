@@ -117,9 +117,9 @@ async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
     stack = Stack(
         data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
         tls=args.tls, metrics_port=args.metrics_port,
-        # The parser has the option once cli.py's `up` calls dashboard_option(); until then
-        # the dashboard is on its default port.
-        dashboard_port=getattr(args, "dashboard_port", DASHBOARD_PORT),
+        dashboard_port=args.dashboard_port,
+        # Signed-in users act from the dashboard as themselves: only with identities.
+        websocket=args.dashboard_port is not None and not args.insecure,
     )  # fmt: skip
     stopped = asyncio.Event()
     demo_task: asyncio.Task[None] | None = None

@@ -20,4 +20,9 @@ parser.add_argument(
     default="127.0.0.1",
     help="the address to serve the dashboard on (default 127.0.0.1: this machine only)",
 )
+parser.add_argument(
+    "--nats-websocket-url",
+    help="where a browser reaches NATS as its user (ws://HOST:PORT): the dashboard then "
+    "lets a signed-in user cancel, cordon and drain, and read output, as the CLI would",
+)
 run_service("view", parser, serve)

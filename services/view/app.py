@@ -113,6 +113,6 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         return
     dashboard = web.Dashboard(
         view.model, ready=lambda: view.commands.serving, job_records=JobLog(events),
-        hosts=web.names_for(args.dashboard_host),
+        hosts=web.names_for(args.dashboard_host), websocket=args.nats_websocket_url,
     )  # fmt: skip
     await web.run_beside(view.run(), dashboard, sock, events)

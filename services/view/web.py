@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from allot.bus.eventlog import EventLog
 from allot.core import JobRecord
+from allot.core.ranks import processes
 from allot.proto.commands import FieldError
 from allot.proto.queries import (
     DEFAULT_WINDOW_NS,
@@ -61,19 +62,21 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 # 1 / OWED_SHARE of the time: a log that takes 3 s to read and fold, once a minute.
 OWED_EVERY_S = 10.0
 OWED_SHARE = 20
-# Scripts, styles and data from this server only; nothing of it in a frame elsewhere.
-SECURITY_HEADERS = [
-    (b"content-security-policy",
-     b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-     b"form-action 'self'; frame-ancestors 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cache-control", b"no-store"),
-]  # fmt: skip
 
-# What another process says each rank of a job wrote: (job id) -> {"ranks": [{"rank",
-# "node", "text"}]}. The job page shows a panel of it only where there is one.
-JobOutput = Callable[[str], Awaitable[dict[str, Any]]]
+
+# Scripts, styles and data from this server only; nothing of it in a frame elsewhere.
+def security_headers(websocket: str | None) -> list[tuple[bytes, bytes]]:
+    """Scripts, styles and data from this server only (and NATS's websocket, where the
+    pages act as their user); nothing of it in a frame elsewhere."""
+    connect = f"connect-src 'self' {websocket}; " if websocket else ""
+    policy = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+              f"{connect}form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+    return [
+        (b"content-security-policy", policy.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"cache-control", b"no-store"),
+    ]
 
 
 class Dashboard:
@@ -83,17 +86,18 @@ class Dashboard:
         *,
         ready: Callable[[], bool],
         job_records: JobRecords | None = None,
-        job_output: JobOutput | None = None,
         hosts: Collection[str] | None = None,
+        websocket: str | None = None,
     ):
         """``ready``: whether the model has read the log to its end (until then, answers
         would describe a log half read); ``job_records``: where a job's trace is read
-        from (None: traces are not shown); ``job_output``: what each rank wrote;
-        ``hosts``: the only names a request may call this server by (None: any)."""
+        from (None: traces are not shown); ``hosts``: the only names a request may call
+        this server by (None: any); ``websocket``: where a browser connects to NATS as
+        its user, to act and to read output with that user's rights (None: it cannot)."""
         self.model = model
         self.ready = ready
         self.job_records = job_records
-        self.job_output = job_output
+        self.websocket = websocket
         self.stopping = asyncio.Event()  # set: every event stream ends
         self.streams = 0
         self._tracing = asyncio.Semaphore(MAX_TRACES)
@@ -104,13 +108,14 @@ class Dashboard:
             Route("/api/jobs", self.jobs),
             Route("/api/jobs/{job_id}", self.job),
             Route("/api/jobs/{job_id}/trace", self.trace),
-            Route("/api/jobs/{job_id}/output", self.output),
             Route("/api/events", self.events),
+            Route("/api/config", self.config),
         ]
         pages = [Route(path, _page(name)) for path, name in PAGES.items()]
         pages.append(Route("/jobs/{job_id}", _page("job.html")))
         static = Mount("/static", StaticFiles(directory=STATIC), name="static")
-        self.app: ASGIApp = _Secured(Starlette(routes=[*api, *pages, static]), hosts)
+        headers = security_headers(websocket)
+        self.app: ASGIApp = _Secured(Starlette(routes=[*api, *pages, static]), hosts, headers)
 
     # --- the API --------------------------------------------------------------------
 
@@ -138,9 +143,11 @@ class Dashboard:
         # The NATS queries' own answers: the job, and why it is where it is.
         whole = self.model.job(JobQuery(job_id=job.job_id))
         explained = self.model.explain(ExplainQuery(job_id=job.job_id))
+        # Which node runs which workers: where the page asks for each one's output.
+        ran = [msgspec.structs.asdict(p) | {"ranks": p.ranks, "started": p.node_id in
+               job.started_on} for p in processes(job)]  # fmt: skip
         return _json({"seq": whole.seq, "job": whole.data, "explain": explained.data,
-                      "traced": self.job_records is not None,
-                      "output": self.job_output is not None})  # fmt: skip
+                      "traced": self.job_records is not None, "processes": ran})  # fmt: skip
 
     async def trace(self, request: Request) -> Response:
         """The job's trace, read from its own records in the log."""
@@ -157,13 +164,10 @@ class Dashboard:
         view = trace_view(job, records, self.model.clock.now())
         return _json({"seq": self.model.state.seq, "trace": view})
 
-    async def output(self, request: Request) -> Response:
-        job = self._job_asked(request)
-        if isinstance(job, Response):
-            return job
-        if self.job_output is None:
-            return _unavailable("job_id", "no output is served by this installation")
-        return _json(await self.job_output(job.job_id))
+    async def config(self, request: Request) -> Response:
+        """What the pages need to know of this installation: where a browser reaches NATS
+        as its user (None: the pages only read)."""
+        return _json({"websocket": self.websocket})
 
     def _job_asked(self, request: Request) -> JobRecord | Response:
         """The job the path names, or the answer that says why there is none."""
@@ -297,12 +301,15 @@ def names_for(host: str) -> frozenset[str] | None:
 
 
 class _Secured:
-    """Refuses a request that names a host not in ``hosts``; adds ``SECURITY_HEADERS`` to
-    every response."""
+    """Refuses a request that names a host not in ``hosts``; adds ``headers`` to every
+    response."""
 
-    def __init__(self, app: ASGIApp, hosts: Collection[str] | None):
+    def __init__(
+        self, app: ASGIApp, hosts: Collection[str] | None, headers: list[tuple[bytes, bytes]]
+    ):
         self.app = app
         self.hosts = None if hosts is None else frozenset(hosts)
+        self.headers = headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -317,7 +324,7 @@ class _Secured:
 
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                message["headers"] = [*message.get("headers", []), *self.headers]
             await send(message)
 
         await self.app(scope, receive, secured)

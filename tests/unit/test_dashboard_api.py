@@ -101,7 +101,7 @@ def test_a_job_comes_with_its_explanation_and_its_trace_from_its_own_records() -
     assert answer["job"]["status"] == "pending"
     assert answer["explain"]["position"] == 1
     assert [step["what"] for step in answer["explain"]["trail"]] == ["submitted", "waiting"]
-    assert answer["output"] is False  # no output is served: the page shows no panel
+    assert answer["processes"] == []  # placed nowhere: no output to ask any node for
 
     trace = client.get("/api/jobs/done/trace").json()["trace"]
     assert trace["status"] == "succeeded"
@@ -160,7 +160,7 @@ def test_hostile_parameters_are_refused_naming_the_field(
 
 def test_what_is_not_there_is_a_404_naming_it_and_nothing_is_markup() -> None:
     client, _, _ = dashboard()
-    for path in ("/api/jobs/" + "%3Cscript%3E", "/api/jobs/nope/trace", "/api/jobs/nope/output"):
+    for path in ("/api/jobs/" + "%3Cscript%3E", "/api/jobs/nope/trace"):
         missing = client.get(path)
         assert missing.status_code == 404, path
         assert missing.json()["errors"][0]["field"] == "job_id"
@@ -213,25 +213,22 @@ def test_a_server_on_this_machine_answers_only_to_its_names() -> None:
     assert rebound.json()["errors"][0]["field"] == "host"
 
 
-def test_each_ranks_output_is_served_only_where_a_server_gives_it() -> None:
+def test_a_page_learns_where_its_user_reaches_nats_and_which_node_runs_each_worker() -> None:
     model = ReadModel(FixedClock(100 * S))
     for record in records_of(*EVENTS):
         model.fold(model.state, record)
-    asked: list[str] = []
-
-    async def output(job_id: str) -> dict[str, object]:
-        asked.append(job_id)
-        return {"ranks": [{"rank": 0, "node": "n1", "text": HOSTILE}]}
-
-    given = TestClient(Dashboard(model, ready=lambda: True, job_output=output).app)
-    assert given.get("/api/jobs/held").json()["output"] is True
-    assert given.get("/api/jobs/held/output").json()["ranks"][0]["text"] == HOSTILE
-    assert given.get("/api/jobs/nope/output").status_code == 404
-    assert asked == ["held"]
+    socket = "ws://127.0.0.1:4223"
+    acting = TestClient(Dashboard(model, ready=lambda: True, websocket=socket).app)
+    assert acting.get("/api/config").json() == {"websocket": socket}
+    # The pages may connect there, and nowhere else.
+    policy = acting.get("/api/config").headers["content-security-policy"]
+    assert f"connect-src 'self' {socket};" in policy
+    [process] = acting.get("/api/jobs/held").json()["processes"]
+    assert (process["node_id"], process["ranks"], process["started"]) == ("n1", "0", True)
 
     without = TestClient(Dashboard(model, ready=lambda: True).app)
-    assert without.get("/api/jobs/held").json()["output"] is False
-    assert without.get("/api/jobs/held/output").status_code == 503  # nothing made up
+    assert without.get("/api/config").json() == {"websocket": None}
+    assert "connect-src" not in without.get("/api/config").headers["content-security-policy"]
     untraced = without.get("/api/jobs/held/trace")
     assert untraced.status_code == 503
     assert untraced.json()["errors"][0]["field"] == "job_id"

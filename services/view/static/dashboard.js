@@ -156,6 +156,7 @@ async function drawNodes() {
   replace(document.getElementById("nodes"), ...cards);
   document.getElementById("summary").textContent =
     `${answer.data.length} nodes · ${total} GPUs · ${free} free · sequence ${answer.seq}`;
+  drawn(answer);
 }
 
 // --- the accounts ------------------------------------------------------------------------
@@ -271,13 +272,17 @@ async function drawJob() {
     el("td", null, step.until ? when(step.until) : ""),
   ));
   replace(document.querySelector("#trail tbody"), ...steps);
-  document.getElementById("output-panel").hidden = !answer.output;
   const now = `${explain.trail.length} ${job.status} ${job.checkpoint_step}`;
   if (answer.traced && now !== tracedAt) {
     tracedAt = now;
     await drawTrace();
   }
-  if (answer.output) await drawOutput();
+  drawn(answer);
+}
+
+// What a page drew, for the signed-in user's actions (actions.js) to act on.
+function drawn(answer) {
+  window.dispatchEvent(new CustomEvent("allot:drawn", { detail: answer }));
 }
 
 async function drawTrace() {
@@ -317,15 +322,6 @@ async function drawTrace() {
     }
   }
   replace(document.getElementById("trace"), ...rows);
-}
-
-async function drawOutput() {
-  const answer = await api("/api/jobs/" + encodeURIComponent(jobId) + "/output");
-  const ranks = (answer.ranks || []).map((rank) => el("section", { class: "rank" },
-    el("h3", null, `rank ${rank.rank}` + (rank.node ? ` on ${rank.node}` : "")),
-    el("pre", null, rank.text),
-  ));
-  replace(document.getElementById("output"), ...ranks);
 }
 
 // --- keeping the page current ------------------------------------------------------------
