@@ -1,7 +1,6 @@
 """The ``allot`` command line. Tables for people, ``--json`` for scripts and CI."""
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -12,99 +11,33 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import nats.errors
 
 from allot.bus import tracing
-from allot.bus.identity import Identity, IdentityError, Keyring, load
+from allot.bus.identity import IdentityError, Keyring
 from allot.bus.server import EmbeddedNats
-from allot.bus.tls import CA_ENV, TlsError, client_context
 from allot.client import deploy, exitcodes, failures, output, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
-from allot.core import JobRecord, JobStatus, NodeRecord
+from allot.client.readers import (
+    cmd_accounts_show,
+    cmd_budget_show,
+    cmd_explain,
+    cmd_nodes,
+    cmd_nodes_show,
+    cmd_queue,
+    cmd_status,
+)
+from allot.client.session import connect, current_file, emit
+from allot.core import JobStatus
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
-from allot.core.drain import Fate, fates
+from allot.core.drain import Fate
 from allot.core.owed import owed_and_delivered
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
-from allot.proto.events import TIERS, TOPOLOGIES, AccountSettings
-from allot.proto.queries import (
-    ACCOUNTS,
-    EXPLAIN,
-    JOB,
-    JOBS,
-    MAX_ROWS,
-    NODES,
-    QUEUE,
-    AccountsQuery,
-    Answer,
-    ExplainQuery,
-    JobQuery,
-    JobsQuery,
-    NodesQuery,
-    QueueQuery,
-)
+from allot.proto.events import TIERS, TOPOLOGIES
+from allot.proto.queries import NODES, NodesQuery
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
-
-
-def allot_home() -> Path:
-    return Path(os.environ.get("ALLOT_HOME", Path.home() / ".allot"))
-
-
-def current_file() -> Path:
-    """Where ``allot up`` leaves the URL of the NATS server it started."""
-    return allot_home() / "current.json"
-
-
-def resolve_nats_url(given: str | None) -> str:
-    if given:
-        return given
-    if os.environ.get("ALLOT_NATS_URL"):
-        return os.environ["ALLOT_NATS_URL"]
-    with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
-        return str(json.loads(current_file().read_text())["nats_url"])
-    raise SystemExit(
-        "allot: no NATS URL: start Allot with `allot up`, or pass --nats-url / set ALLOT_NATS_URL"
-    )
-
-
-def emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
-        print(text)
-
-
-def local_up(key: str) -> str | None:
-    """What the ``allot up`` running here recorded under ``key`` (``identity``: its
-    operator's identity file; ``tls_ca``: the CA of its server); None if it did not."""
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        value = json.loads(current_file().read_text()).get(key)
-        return value if isinstance(value, str) else None
-    return None
-
-
-def local_operator() -> Identity | None:
-    """The operator's identity of the ``allot up`` running here, if this user can read it
-    (whoever can read its files is its operator); None if it runs without identities."""
-    path = local_up("identity")
-    return load(Path(path)) if path else None
-
-
-async def connect(args: argparse.Namespace) -> AsyncClient:
-    """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator; over the
-    TLS of ``$ALLOT_TLS_CA`` (AsyncClient reads it), else of the local ``allot up``."""
-    url = resolve_nats_url(args.nats_url)
-    try:
-        identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
-        ca = None if os.environ.get(CA_ENV) else local_up("tls_ca")
-        tls = client_context(ca) if ca else None
-        return await AsyncClient.connect(url, identity, tls)
-    except (IdentityError, TlsError) as error:
-        raise SystemExit(f"allot: {error}") from None
-    except (nats.errors.NoServersError, ConnectionError) as error:
-        raise failures.unreachable(url) from error
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -153,111 +86,6 @@ async def print_output(client: AsyncClient, job_id: str) -> None:
         print(f"allot: its output cannot be shown: {error}", file=sys.stderr)
 
 
-async def cmd_status(args: argparse.Namespace) -> int:
-    try:
-        columns = job_columns(args.format)
-    except ValueError as error:
-        print(f"allot: {error}", file=sys.stderr)
-        return 2
-    async with await connect(args) as client:
-        if args.job:
-            answer = await ask(client, JOB, JobQuery(job_id=args.job))
-            if answer is None:
-                return 1
-            job = msgspec.convert(answer.data, JobRecord, strict=False)
-            emit(args, answer.data, render.job_detail(job))
-            return 0
-        jobs, more = await jobs_matching(client, args)
-    if jobs is None:
-        return 2
-    shown = [msgspec.convert(view, JobRecord, strict=False) for view in jobs]
-    emit(args, jobs, render.jobs_table(shown, columns))
-    if more and not args.json:
-        print(f"note: the newest {len(jobs)} shown; --limit N or --all for more", file=sys.stderr)
-    return 0
-
-
-def job_columns(given: str | None) -> tuple[str, ...]:
-    """``--format job,status,reason`` as column names; ValueError naming what is known."""
-    if not given:
-        return render.DEFAULT_JOB_COLUMNS
-    columns = tuple(c.strip().lower() for c in given.split(",") if c.strip())
-    unknown = [c for c in columns if c not in render.JOB_COLUMNS]
-    if unknown or not columns:
-        known = ",".join(render.JOB_COLUMNS)
-        raise ValueError(f"--format={given!r}: unknown column {unknown[:1] or given!r}; "
-                         f"columns are {known}")  # fmt: skip
-    return columns
-
-
-async def jobs_matching(
-    client: AsyncClient, args: argparse.Namespace
-) -> tuple[list[dict[str, Any]] | None, bool]:
-    """The jobs ``status``'s filters ask for, newest first, page by page up to ``--limit``
-    (all of them with ``--all``); and whether there are more."""
-    wanted = None if args.all else args.limit
-    found: list[dict[str, Any]] = []
-    before: int | None = None
-    while True:
-        page = MAX_ROWS if wanted is None else min(MAX_ROWS, wanted - len(found))
-        query = JobsQuery(states=args.state, accounts=args.account, users=args.user,
-                          limit=page, before=before)  # fmt: skip
-        answer = await ask(client, JOBS, query)
-        if answer is None:
-            return None, False
-        if not found:
-            report_ignored(answer)  # once, with the first page
-        found += answer.data
-        before = answer.next_before
-        if not answer.more or before is None or (wanted is not None and len(found) >= wanted):
-            return found, answer.more
-
-
-async def ask(client: AsyncClient, name: str, query: msgspec.Struct) -> Answer | None:
-    """The read model's answer, or None after saying why it refused the question."""
-    try:
-        return await client.query(name, query)
-    except CommandError as error:
-        for problem in error.errors:
-            print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
-        return None
-
-
-def report_ignored(answer: Answer) -> None:
-    """Events the fold refused are no error of this command, but an operator should know."""
-    if not answer.ignored_count:
-        return
-    print(f"note: the fold ignored {answer.ignored_count} events of the log; the latest:",
-          file=sys.stderr)  # fmt: skip
-    for ignored in answer.ignored:
-        print(f"  {ignored}", file=sys.stderr)
-
-
-async def cmd_queue(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        query = QueueQuery(accounts=args.account, limit=args.limit)
-        answer = await ask(client, QUEUE, query)
-    if answer is None:
-        return 2
-    data = answer.data
-    emit(args, data, render.queue_table(data["rows"]))
-    if not args.json:
-        policy = data["policy"] + (f" ({data['policy_hash']})" if data["policy_hash"] else "")
-        cut = f"; the first {len(data['rows'])} of {answer.total} shown" if answer.more else ""
-        print(f"note: the planner's order under policy {policy}, at sequence "
-              f"{data['computed_at_seq']}{cut}", file=sys.stderr)  # fmt: skip
-    return 0
-
-
-async def cmd_explain(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, EXPLAIN, ExplainQuery(job_id=args.job))
-    if answer is None:
-        return 1
-    emit(args, answer.data, render.explain_text(answer.data))
-    return 0
-
-
 async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
     """A drain --now loses the work of jobs that cannot resume: it is said first, and
     asked (or, without a terminal to ask on, given ``--yes``)."""
@@ -275,11 +103,13 @@ async def cmd_nodes_cordon(args: argparse.Namespace) -> int:
         told: list[Fate] = []  # what the drain will do to each job
         known = True  # a node the log does not know: the intake refuses it, naming those it does
         if args.drain:
-            state = await client.state()
-            node = state.nodes.get(args.node)
-            known = node is not None
-            if node is not None:  # a drain --now under way stays one: it is never softened
-                told = fates(state, args.node, immediate=args.now or node.drain_now)
+            try:
+                [view] = (await client.query(NODES, NodesQuery(node_id=args.node))).data
+            except CommandError:
+                known = False
+            else:  # a drain --now under way stays one: it is never softened
+                mode = "drain_now_fates" if args.now or view["drain_now"] else "drain_fates"
+                told = msgspec.convert(view[mode], list[Fate])
         if args.now and known:
             _say_what_is_lost(args.node, told)
             if not args.yes and not _agreed(f"drain {args.node} now? [y/N] "):
@@ -327,35 +157,6 @@ async def _node_command(args: argparse.Namespace, request: NodeCommandRequest) -
     done = f"{request.node_id}: {request.action}ed"
     emit(args, msgspec.to_builtins(reply), done)
     return 0
-
-
-async def cmd_nodes(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, NODES, NodesQuery())
-    if answer is None:
-        return 2
-    nodes = {view["node_id"]: as_node(view) for view in answer.data}
-    why = {view["node_id"]: view["why"] for view in answer.data}
-    emit(args, answer.data, render.nodes_table(nodes, why))
-    return 0
-
-
-async def cmd_nodes_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, NODES, NodesQuery(node_id=args.node))
-    if answer is None:
-        return 2
-    [view] = answer.data
-    node = as_node(view)
-    summary = f"{args.node}: {render.node_state(node)}"
-    if why := view["why"]:
-        summary += render.printable(f" ({why})")
-    emit(args, view, f"{summary}\n{render.gpus_table(node)}")
-    return 0
-
-
-def as_node(view: dict[str, Any]) -> NodeRecord:
-    return msgspec.convert(view, NodeRecord, strict=False)
 
 
 async def cmd_nodes_gpu(args: argparse.Namespace) -> int:
@@ -430,17 +231,6 @@ async def cmd_accounts_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_accounts_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, ACCOUNTS, AccountsQuery())
-    if answer is None:
-        return 2
-    tree = answer.data["accounts"]
-    settings = {path: msgspec.convert(s, AccountSettings) for path, s in tree.items()}
-    emit(args, tree, render.accounts_table(settings))
-    return 0
-
-
 def report_refusal(error: CommandError, headline: str) -> None:
     print(f"allot: {headline}:", file=sys.stderr)
     for problem in error.errors:
@@ -459,16 +249,6 @@ async def cmd_budget_grant(args: argparse.Namespace) -> int:
             return 2
     text = f"{reply.account}: {reply.gpu_ms / MS_PER_HOUR:g} GPU-hours per {args.period}, from now"
     emit(args, msgspec.to_builtins(reply), text)
-    return 0
-
-
-async def cmd_budget_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, ACCOUNTS, AccountsQuery(window_ns=args.window))
-    if answer is None:
-        return 2
-    rows = answer.data["budget"]
-    emit(args, rows, render.budget_table(rows))
     return 0
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from allot.bus import tracing
 from allot.client import exitcodes
-from allot.client.cli import allot_home, current_file
 from allot.client.client import AsyncClient
+from allot.client.session import allot_home, current_file
 from allot.client.stack import NodeShape, Stack, parse_nodes, read_cluster
 from allot.client.uplock import Held, Lock, holding
 from allot.proto.events import JobSpec

@@ -20,6 +20,7 @@ import msgspec
 from allot.client import render
 from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
 from allot.core.budgets import MS_PER_HOUR
+from allot.core.drain import fates
 from allot.core.fold import LogRecord
 from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
@@ -218,7 +219,12 @@ class ReadModel:
             if node is None:
                 known = ", ".join(sorted(nodes)[:20]) or "none"
                 return self._refused("node_id", query.node_id, f"no such node (nodes: {known})")
-            return Answer(seq=self.state.seq, data=[render.node_view(node, self.state)])
+            view = render.node_view(node, self.state)
+            # What a drain would do to each job there, gracefully and now: what `allot nodes
+            # cordon --drain` says (and asks about) before it is sent.
+            for mode, immediate in (("drain_fates", False), ("drain_now_fates", True)):
+                view[mode] = msgspec.to_builtins(fates(self.state, node.node_id, immediate))
+            return Answer(seq=self.state.seq, data=[view])
         data = [render.node_view(node, self.state) for _, node in sorted(nodes.items())]
         return Answer(seq=self.state.seq, data=data)
 
