@@ -33,6 +33,7 @@ from nats.js.api import (
     StreamConfig,
     StreamSource,
 )
+from nats.js.client import DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
 from nats.js.errors import APIError, NotFoundError
 
 from allot.bus import tracing
@@ -53,6 +54,7 @@ from allot.proto.subjects import (
 
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
+STALL_CHECK_S = 5.0  # a follower hearing nothing this long checks it is not missing the end
 DIRECT_BATCH = 256  # records per direct get
 DIRECT_BATCH_BYTES = 4 << 20  # and at most this much of them
 DIRECT_ANSWER_S = 5.0  # how long an answer to a direct get may take
@@ -130,6 +132,9 @@ class EventLog:
         self.js: JetStreamContext = nc.jetstream(prefix=api)
         self.settings = settings or StreamSettings()
         self.direct = direct
+        # What a follower holds delivered and not yet read, at most; past it, NATS drops
+        # what comes (a slow consumer). nats-py's default, unless a test wants it small.
+        self.pending_bytes_limit = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
 
     @classmethod
     async def connect(
@@ -275,22 +280,43 @@ class EventLog:
 
         After the connection came back, it subscribes again from the next record: the old
         ordered consumer would notice the loss only after missing several heartbeats,
-        leaving the caller blind for many seconds after the bus returned."""
+        leaving the caller blind for many seconds after the bus returned. It does the same
+        where the client dropped records it was sent faster than the caller read them (a
+        slow consumer, catching up on a long log): a gap in the consumer's own numbering
+        gives them away, and nats-py's ordered consumer would hand out what follows the gap
+        as if nothing were missing. Where the last records were dropped, nothing follows to
+        tell: a follower of the whole log that hears nothing for ``STALL_CHECK_S`` while the
+        log is longer than what it has read subscribes again too."""
         if self.direct:
             async with contextlib.aclosing(self._follow_direct(from_seq, subject)) as records:
                 async for record in records:
                     yield record
             return
+        loop = asyncio.get_running_loop()
         next_seq = max(1, from_seq)
         while True:
             reconnects = self.nc.stats["reconnects"]
             sub = await self._subscribe_ordered(subject, next_seq)
+            delivered = 0  # the consumer's number of the last message handed out
+            heard_at = loop.time()
             try:
                 while self.nc.stats["reconnects"] == reconnects:
                     try:
                         msg = await sub.next_msg(timeout=RECONNECT_CHECK_S)
                     except (TimeoutError, nats.errors.TimeoutError):
+                        if loop.time() - heard_at >= STALL_CHECK_S:
+                            heard_at = loop.time()
+                            if subject == ALL_EVENTS and await self.last_seq() >= next_seq:
+                                log.warning("reading the log again from %d: nothing came "
+                                            "of what it holds", next_seq)  # fmt: skip
+                                break
                         continue
+                    heard_at = loop.time()
+                    if msg.metadata.sequence.consumer != delivered + 1:
+                        log.warning("reading the log again from %d: records were dropped "
+                                    "(read too slowly)", next_seq)  # fmt: skip
+                        break
+                    delivered += 1
                     # What was delivered but not yet handed out is pending too: a caller
                     # that decides whenever nothing is pending then folds all that first.
                     record = to_record(msg, buffered=sub.pending_msgs)
@@ -313,6 +339,7 @@ class EventLog:
                     config=ConsumerConfig(
                         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
                     ),
+                    pending_bytes_limit=self.pending_bytes_limit,
                 )
             except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
                 if self.nc.is_closed:
@@ -418,9 +445,13 @@ def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:
 
     async def error(problem: Exception) -> None:
         nonlocal last_error
-        if str(problem) != last_error:
-            last_error = str(problem)
-            log.warning("NATS: %s", redacted(last_error) or type(problem).__name__)
+        # A slow consumer is said once, not for each record dropped (each names its own
+        # subject): ``follow`` reads what was dropped again.
+        said = "slow consumer: records dropped" if isinstance(
+            problem, nats.errors.SlowConsumerError) else str(problem)  # fmt: skip
+        if said != last_error:
+            last_error = said
+            log.warning("NATS: %s", redacted(said) or type(problem).__name__)
 
     async def disconnected() -> None:
         log.warning("NATS: disconnected; reconnecting")
