@@ -6,6 +6,8 @@ order, reasons and estimated starts, under the policy the planner recorded) is c
 once per change of the log, at most every ``refresh_s``, off the path of any query.
 """
 
+import bisect
+import heapq
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -124,15 +126,16 @@ class ReadModel:
     def _newest_first(self, query: JobsQuery) -> Iterator[JobRecord]:
         """Jobs newest first, from ``query.before``; only the waiting ones where only they
         are asked for (they are indexed), so a page costs about its own length."""
-        jobs = self.state.jobs
+        jobs, before = self.state.jobs, query.before
         if set(query.states) == {"pending"}:
-            ids: Iterator[str] = reversed(self.state.pending)
-            candidates = (jobs[i] for i in ids if i in jobs)
-        else:
-            candidates = (jobs[i] for i in reversed(jobs))
-        if query.before is None:
+            # Not ``state.pending``: a requeued job comes last there, out of submission
+            # order. Each (tier, account)'s waiting jobs are kept in submission order:
+            # merged from their ends, they come newest first, each where it was submitted.
+            tails = [_backwards(entries, before) for entries in self.state.queues.values()]
+            return (jobs[job_id] for _, job_id in heapq.merge(*tails, reverse=True))
+        candidates = (jobs[i] for i in reversed(jobs))
+        if before is None:
             return candidates
-        before = query.before
         return itertools.dropwhile(lambda job: job.submitted_seq >= before, candidates)
 
     def job(self, query: JobQuery) -> Answer:
@@ -199,6 +202,12 @@ class ReadModel:
     def _refused(self, field: str, value: str, message: str) -> Answer:
         error = FieldError(field=field, value=value, message=message)
         return Answer(seq=self.state.seq, errors=[error])
+
+
+def _backwards(entries: list[tuple[int, str]], before: int | None) -> Iterator[tuple[int, str]]:
+    """A queue's (submission seq, job id) entries submitted before ``before``, last first."""
+    end = len(entries) if before is None else bisect.bisect_left(entries, (before, ""))
+    return (entries[n] for n in range(end - 1, -1, -1))
 
 
 def _within(account: str, ancestor: str) -> bool:

@@ -6,7 +6,7 @@ from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core import DEFAULT_POLICY, policy_hash
 from allot.core.trail import trail
-from allot.proto.events import Event, PendingReason, PolicyAdopted
+from allot.proto.events import Event, JobRequeued, PendingReason, PolicyAdopted, StopRequested
 from allot.proto.queries import ExplainQuery, JobQuery, JobsQuery, NodesQuery, QueueQuery
 from allot.proto.subjects import subject_for
 from allot.services.runtime import Clock
@@ -127,3 +127,41 @@ def test_questions_about_what_is_not_there_name_the_field() -> None:
     [error] = model.nodes(NodesQuery(node_id="n9")).errors
     assert error.field == "node_id"
     assert "n1" in error.message
+
+
+def requeued_first() -> ReadModel:
+    """j1 submitted first, stopped and requeued after j2 and j3 were submitted."""
+    return model_of(
+        b.node("n1", 1),
+        b.submitted("j1", 1, resumable=True),
+        b.plan(("j1", "n1", [0])),
+        b.started("j1", "n1", [0]),
+        StopRequested(meta=b.meta(), job_id="j1", grace_ns=S, reason="for j2"),
+        b.submitted("j2", 1),
+        b.submitted("j3", 1),
+        msgspec.structs.replace(b.exited("j1", "n1", None), stopped_in_ns=S),
+        b.preempted("j1"),
+        JobRequeued(meta=b.meta(), job_id="j1", reason="preempted"),
+    )
+
+
+def test_waiting_jobs_are_listed_by_submission_when_one_was_requeued() -> None:
+    model = requeued_first()
+    assert [model.state.jobs[j].status for j in ("j1", "j2", "j3")] == ["pending"] * 3
+    everything = model.jobs(JobsQuery(states=["pending", "running"]))
+    waiting = model.jobs(JobsQuery(states=["pending"]))
+    assert [j["job_id"] for j in waiting.data] == [j["job_id"] for j in everything.data]
+    assert [j["job_id"] for j in waiting.data] == ["j3", "j2", "j1"]
+
+
+def test_pages_of_waiting_jobs_neither_skip_nor_repeat_a_requeued_one() -> None:
+    model = requeued_first()
+    listed: list[str] = []
+    before = None
+    for _ in range(4):
+        page = model.jobs(JobsQuery(states=["pending"], limit=1, before=before))
+        listed += [j["job_id"] for j in page.data]
+        if not page.more:
+            break
+        before = page.next_before
+    assert listed == ["j3", "j2", "j1"]
