@@ -41,6 +41,7 @@ class Derived(msgspec.Struct, kw_only=True):
     """What is computed from the whole state once per change, for every query to share."""
 
     seq: int = -1  # the folded sequence it was computed at
+    refolds: int = 0  # of the state it was computed from: a refold keeps the sequence
     computed_at: float = float("-inf")  # monotonic seconds
     policy: Policy = DEFAULT_POLICY
     policy_hash: str = ""
@@ -81,15 +82,18 @@ class ReadModel:
 
     def refresh(self, force: bool = False) -> None:
         """Compute the queue again if the log moved, at most every ``refresh_s``."""
-        derived = self.derived
-        if derived.seq == self.state.seq and not force:
+        derived, state = self.derived, self.state
+        # One computed from a state a refold replaced (at the same sequence) says nothing.
+        force = force or derived.refolds != state.refolds
+        if derived.seq == state.seq and not force:
             return
         if not force and self.clock.monotonic() - derived.computed_at < self.refresh_s:
             return
         policy, hashed = self.recorded_policy()
-        rows = render.queue_rows(self.state, self.clock.now(), policy)
+        rows = render.queue_rows(state, self.clock.now(), policy)
         self.derived = Derived(
-            seq=self.state.seq,
+            seq=state.seq,
+            refolds=state.refolds,
             computed_at=self.clock.monotonic(),
             policy=policy,
             policy_hash=hashed,

@@ -5,8 +5,16 @@ import msgspec
 from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core import DEFAULT_POLICY, policy_hash
+from allot.core.fold import refold
 from allot.core.trail import trail
-from allot.proto.events import Event, JobRequeued, PendingReason, PolicyAdopted, StopRequested
+from allot.proto.events import (
+    Event,
+    EventQuarantined,
+    JobRequeued,
+    PendingReason,
+    PolicyAdopted,
+    StopRequested,
+)
 from allot.proto.queries import ExplainQuery, JobQuery, JobsQuery, NodesQuery, QueueQuery
 from allot.proto.subjects import subject_for
 from allot.services.runtime import Clock
@@ -165,3 +173,18 @@ def test_pages_of_waiting_jobs_neither_skip_nor_repeat_a_requeued_one() -> None:
             break
         before = page.next_before
     assert listed == ["j3", "j2", "j1"]
+
+
+def test_a_queue_computed_before_a_refold_is_not_taken_for_the_refolded_one() -> None:
+    # The view's service refolds the state after the quarantine is folded, reading the log
+    # again; a refresh in between (its tick) computes the queue from the state that still
+    # holds the quarantined submission, at the same sequence as the refolded state.
+    events = (b.node("n1", 1), b.submitted("bad", 1), b.submitted("good", 1))
+    quarantine = EventQuarantined(meta=b.meta(), seq=2, reason="bad")
+    model = model_of(*events, quarantine)
+    assert model.state.refold_due
+    model.refresh(force=True)
+    records = [make_record(n, subject_for(e), encode(e), {}) for n, e in enumerate(events, 1)]
+    model.state.become(refold(model.state, records))
+    answer = model.queue(QueueQuery(at_least=model.state.seq))
+    assert [row["job_id"] for row in answer.data["rows"]] == ["good"]
