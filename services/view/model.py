@@ -9,7 +9,7 @@ once per change of the log, at most every ``refresh_s``, off the path of any que
 import bisect
 import heapq
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -61,17 +61,12 @@ class ReadModel:
     # --- folding ----------------------------------------------------------------------
 
     def fold(self, state: State, record: LogRecord) -> None:
-        """Fold one record (``state`` is ``self.state``), keeping every job's trail."""
+        """Fold one record (``state`` is ``self.state``), keeping every job's trail. A
+        quarantine's refold keeps them as they are: ``trail()`` over the whole log keeps
+        the steps taken before it too, so there is nothing to fold again."""
         self.trails.fold(state, record)
         if isinstance(record.event, PlanComputed):
             self.plan_policy = record.event.policy_hash
-
-    def refolded(self, records: Sequence[LogRecord]) -> None:
-        """The state was folded again (a quarantine): so are the trails."""
-        self.trails = Trails()
-        scratch = State()
-        for record in records:
-            self.trails.fold(scratch, record, records)
 
     def recorded_policy(self) -> tuple[Policy, str]:
         """The policy the latest plan was made under, and its hash; the default (hash "")

@@ -500,7 +500,6 @@ def follow(model: ReadModel, records: list[Record], start: int) -> None:
         model.fold(model.state, records[n])
         if model.state.refold_due:
             model.state.become(refold(model.state, records[: n + 1]))
-            model.refolded(records[: n + 1])
 
 
 def assert_the_same(model: ReadModel, records: list[Record], rng: random.Random) -> None:
