@@ -151,14 +151,19 @@ class ReadModel:
             rows = [r for r in rows if any(_within(r["account"], a) for a in query.accounts)]
         page = rows[query.offset : query.offset + query.limit]
         now = self.clock.now()
-        shown = [{**row, "waiting_s": max(0, now - row["queued_at"]) // 10**9} for row in page]
+        shown, size = [], 0
+        for row in page:  # rows of long ids, names and accounts: cut below the payload limit
+            size += len(msgspec.json.encode(row))
+            if size > MAX_ANSWER_BYTES:
+                break
+            shown.append({**row, "waiting_s": max(0, now - row["queued_at"]) // 10**9})
         data = {
             "policy": derived.policy.name,
             "policy_hash": derived.policy_hash or None,  # None: no plan recorded one yet
             "computed_at_seq": derived.seq,
             "rows": shown,
         }
-        more = query.offset + query.limit < len(rows)
+        more = query.offset + len(shown) < len(rows)
         return Answer(seq=self.state.seq, data=data, more=more, total=len(rows))
 
     def explain(self, query: ExplainQuery) -> Answer:

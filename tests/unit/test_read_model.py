@@ -188,3 +188,23 @@ def test_a_queue_computed_before_a_refold_is_not_taken_for_the_refolded_one() ->
     model.state.become(refold(model.state, records))
     answer = model.queue(QueueQuery(at_least=model.state.seq))
     assert [row["job_id"] for row in answer.data["rows"]] == ["good"]
+
+
+def test_a_queue_of_long_names_is_cut_below_the_payload_limit_and_goes_on() -> None:
+    account = "/".join(["a" * 63] * 8)  # the longest an account may be
+    model = model_of(
+        b.node("n1", 1),
+        *(
+            b.submitted(f"{n:05d}" + "j" * 123, 2, account=account, name="x" * 128)
+            for n in range(1500)
+        ),
+    )
+    positions: list[int] = []
+    for _ in range(10):
+        page = model.queue(QueueQuery(limit=5000, offset=len(positions)))
+        assert len(msgspec.json.encode(page)) < MAX_ANSWER_BYTES + 200_000
+        assert page.total == 1500
+        positions += [row["position"] for row in page.data["rows"]]
+        if not page.more:
+            break
+    assert positions == list(range(1, 1501))
