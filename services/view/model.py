@@ -18,7 +18,7 @@ from allot.client import render
 from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
 from allot.core.fold import LogRecord
 from allot.core.replay import adopted_policy
-from allot.core.trail import Trails
+from allot.core.trail import Step, Trails
 from allot.proto.commands import FieldError
 from allot.proto.events import PlanComputed
 from allot.proto.queries import (
@@ -178,7 +178,7 @@ class ReadModel:
                    "estimated_start": None}  # fmt: skip
         now = self.clock.now()
         view = render.explain(self.state, job, now, derived.policy, row)
-        view["trail"] = [msgspec.to_builtins(step) for step in self.trails.of(job.job_id)]
+        view["trail"] = [msgspec.to_builtins(step) for step in _shown(self.trails.of(job.job_id))]
         return Answer(seq=self.state.seq, data=view)
 
     def nodes(self, query: NodesQuery) -> Answer:
@@ -206,6 +206,23 @@ class ReadModel:
     def _refused(self, field: str, value: str, message: str) -> Answer:
         error = FieldError(field=field, value=value, message=message)
         return Answer(seq=self.state.seq, errors=[error])
+
+
+def _shown(steps: list[Step]) -> list[Step]:
+    """A trail as an answer holds it: a job that waited through many plans, each with
+    other figures, has more steps than a message takes. Its first step and as many of the
+    latest as fit are kept, with a step that says how many were left out between."""
+    sizes = [len(msgspec.json.encode(step)) for step in steps]
+    if sum(sizes) <= MAX_ANSWER_BYTES:
+        return steps
+    kept, size = len(steps), sizes[0]
+    while kept > 2 and size + sizes[kept - 1] <= MAX_ANSWER_BYTES:
+        kept -= 1
+        size += sizes[kept]
+    first_left_out = steps[1]
+    gap = Step(at=first_left_out.at, seq=first_left_out.seq, what="omitted",
+               text=f"{kept - 1} steps not shown: the first and the latest are")  # fmt: skip
+    return [steps[0], gap, *steps[kept:]]
 
 
 def _backwards(entries: list[tuple[int, str]], before: int | None) -> Iterator[tuple[int, str]]:

@@ -208,3 +208,21 @@ def test_a_queue_of_long_names_is_cut_below_the_payload_limit_and_goes_on() -> N
         if not page.more:
             break
     assert positions == list(range(1, 1501))
+
+
+def test_the_trail_of_a_job_that_waited_through_many_plans_is_cut_below_the_limit() -> None:
+    plans = (
+        msgspec.structs.replace(
+            b.plan(),
+            now=n * S,
+            pending=[PendingReason(job_id="j", code="NO_FIT", params={"free": n, "x": "y" * 50})],
+        )
+        for n in range(1, 8001)
+    )
+    model = model_of(b.node("n1", 1), b.submitted("big", 1), b.submitted("j", 1), *plans)
+    answer = model.explain(ExplainQuery(job_id="j"))
+    assert len(msgspec.json.encode(answer)) < MAX_ANSWER_BYTES + 200_000
+    steps = answer.data["trail"]
+    assert steps[0]["what"] == "submitted"
+    assert steps[1]["what"] == "omitted"
+    assert steps[-1]["text"] == model.trails.of("j")[-1].text  # the latest are kept
