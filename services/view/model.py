@@ -189,8 +189,18 @@ class ReadModel:
                 known = ", ".join(sorted(nodes)[:20]) or "none"
                 return self._refused("node_id", query.node_id, f"no such node (nodes: {known})")
             return Answer(seq=self.state.seq, data=[render.node_view(node, self.state)])
-        data = [render.node_view(node, self.state) for _, node in sorted(nodes.items())]
-        return Answer(seq=self.state.seq, data=data)
+        ids = sorted(nodes)
+        if query.after is not None:
+            ids = ids[bisect.bisect_right(ids, query.after) :]
+        data: list[dict[str, Any]] = []
+        size = 0
+        for node_id in ids:  # a node of many GPUs takes kilobytes: a page of them is cut
+            view = render.node_view(nodes[node_id], self.state)
+            size += len(msgspec.json.encode(view))
+            if size > MAX_ANSWER_BYTES:
+                break
+            data.append(view)
+        return Answer(seq=self.state.seq, data=data, more=len(data) < len(ids))
 
     def accounts(self, query: AccountsQuery) -> Answer:
         policy, _ = self.recorded_policy()

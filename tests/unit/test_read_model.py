@@ -10,6 +10,7 @@ from allot.core.trail import trail
 from allot.proto.events import (
     Event,
     EventQuarantined,
+    GpuInfo,
     JobRequeued,
     PendingReason,
     PolicyAdopted,
@@ -226,3 +227,25 @@ def test_the_trail_of_a_job_that_waited_through_many_plans_is_cut_below_the_limi
     assert steps[0]["what"] == "submitted"
     assert steps[1]["what"] == "omitted"
     assert steps[-1]["text"] == model.trails.of("j")[-1].text  # the latest are kept
+
+
+def test_the_nodes_of_a_large_cluster_come_in_pages_below_the_payload_limit() -> None:
+    def node(n: int) -> Event:
+        gpus = [
+            GpuInfo(index=g, model="NVIDIA H100 80GB HBM3", memory_mib=81559,
+                    uuid=f"GPU-{n:08x}-aaaa-bbbb-cccc-{g:012x}", pci_bus_id=f"0000:{g:02x}:00.0")
+            for g in range(8)
+        ]  # fmt: skip
+        return msgspec.structs.replace(b.node(f"node-{n:04d}", 8, rack="r1"), gpus=gpus)
+
+    model = model_of(*(node(n) for n in range(1000)))
+    listed: list[str] = []
+    after = None
+    for _ in range(10):
+        page = model.nodes(NodesQuery(after=after))
+        assert len(msgspec.json.encode(page)) < MAX_ANSWER_BYTES + 200_000
+        listed += [view["node_id"] for view in page.data]
+        if not page.more:
+            break
+        after = listed[-1]
+    assert listed == sorted(model.state.nodes)
