@@ -96,6 +96,12 @@ class ReadModel:
             by_job={row["job_id"]: row for row in rows},
         )
 
+    def queue_at(self, at_least: int) -> Derived:
+        """The queue, computed at ``at_least`` or later: now, if it was computed before
+        that. A sequence past the folded log is no reason to plan the same state again."""
+        self.refresh(force=self.derived.seq < min(at_least, self.state.seq))
+        return self.derived
+
     # --- answers ----------------------------------------------------------------------
 
     def jobs(self, query: JobsQuery) -> Answer:
@@ -144,8 +150,7 @@ class ReadModel:
         return Answer(seq=self.state.seq, data=render.job_view(job))
 
     def queue(self, query: QueueQuery) -> Answer:
-        self.refresh(force=self.derived.seq < max(0, query.at_least))
-        derived = self.derived
+        derived = self.queue_at(query.at_least)
         rows = derived.rows
         if query.accounts:
             rows = [r for r in rows if any(_within(r["account"], a) for a in query.accounts)]
@@ -170,8 +175,7 @@ class ReadModel:
         job = self.state.jobs.get(query.job_id)
         if job is None:
             return self._no_job(query.job_id)
-        self.refresh(force=self.derived.seq < max(0, query.at_least))
-        derived = self.derived
+        derived = self.queue_at(query.at_least)
         row = derived.by_job.get(job.job_id)
         if job.job_id in self.state.pending and row is None:
             row = {"position": None, "reason_text": "admitted by the next plan",

@@ -249,3 +249,13 @@ def test_the_nodes_of_a_large_cluster_come_in_pages_below_the_payload_limit() ->
             break
         after = listed[-1]
     assert listed == sorted(model.state.nodes)
+
+
+def test_asking_for_a_sequence_past_the_log_costs_no_new_queue() -> None:
+    model = model_of(b.node("n1", 1), *(b.submitted(f"j{n}", 1) for n in range(3)))
+    model.queue(QueueQuery(at_least=model.state.seq))
+    computed = model.derived
+    for question in (QueueQuery(at_least=10**15), ExplainQuery(job_id="j1", at_least=10**15)):
+        answer = getattr(model, type(question).__name__.removesuffix("Query").lower())(question)
+        assert answer.seq == model.state.seq
+    assert model.derived is computed  # the queue of this sequence is not planned again
