@@ -82,9 +82,10 @@ class ExplainQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True
 
 
 class NodesQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Every node, or one."""
+    """Every node, or one; in pages, by id: ``after`` the last of the previous page."""
 
     node_id: Id | None = None
+    after: Id | None = None
 
 
 class AccountsQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -420,7 +420,8 @@ class AsyncClient:
                 yield await self.job(job_id, latest[0])
         finally:
             watching.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # It only says when to ask again: its failing changes no answer.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watching
 
     async def states(self) -> AsyncGenerator[State, None]:

@@ -136,13 +136,19 @@ async def cmd_explain(args: argparse.Namespace) -> int:
 
 
 async def cmd_nodes(args: argparse.Namespace) -> int:
+    views: list[dict[str, Any]] = []
     async with await connect(args) as client:
-        answer = await ask(client, NODES, NodesQuery())
-    if answer is None:
-        return 2
-    nodes = {view["node_id"]: as_node(view) for view in answer.data}
-    why = {view["node_id"]: view["why"] for view in answer.data}
-    emit(args, answer.data, render.nodes_table(nodes, why))
+        while True:  # page by page: a large cluster's nodes take more than one message
+            after = views[-1]["node_id"] if views else None
+            answer = await ask(client, NODES, NodesQuery(after=after))
+            if answer is None:
+                return 2
+            views += answer.data
+            if not answer.more or not answer.data:
+                break
+    nodes = {view["node_id"]: as_node(view) for view in views}
+    why = {view["node_id"]: view["why"] for view in views}
+    emit(args, views, render.nodes_table(nodes, why))
     return 0
 
 

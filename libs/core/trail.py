@@ -100,6 +100,8 @@ class Trails:
         if self.only is not None:
             named &= {self.only}
         was_pending = {job_id for job_id in named if job_id in state.pending}
+        # A job already chosen to stop is not chosen again: the fold ignores that.
+        unchosen = {j for j in named if j in state.jobs and state.jobs[j].preemption is None}
         apply_record(state, record, records)
         for job_id in sorted(named):
             job = state.jobs.get(job_id)
@@ -107,13 +109,19 @@ class Trails:
                 continue
             pending = job_id in was_pending
             admitted = pending and job_id not in state.pending
-            made = _from_plan(record.seq, plan, job, pending, admitted)
+            chosen = job_id in unchosen and job.preemption is not None
+            made = _from_plan(record.seq, plan, job, pending, admitted, chosen)
             if made:
                 self._steps.setdefault(job_id, []).extend(made)
 
 
 def _from_plan(
-    seq: int, plan: PlanComputed, job: JobRecord | None, was_pending: bool, admitted: bool
+    seq: int,
+    plan: PlanComputed,
+    job: JobRecord | None,
+    was_pending: bool,
+    admitted: bool,
+    chosen: bool,
 ) -> list[Step]:
     """What this plan, as the fold took it, decided about the job."""
     steps: list[Step] = []
@@ -130,10 +138,9 @@ def _from_plan(
             )
             funded = "funded" if admission.funded else "unfunded"
             steps.append(Step(at=plan.now, seq=seq, what="admitted", text=f"to {where}, {funded}"))
-    for preemption in plan.preemptions:
-        if preemption.job_id == job_id and job.preemption == preemption:
-            text = f"chosen to stop: {_reason(preemption)}"
-            steps.append(Step(at=plan.now, seq=seq, what="preempting", text=text))
+    if chosen and job.preemption is not None:
+        text = f"chosen to stop: {_reason(job.preemption)}"
+        steps.append(Step(at=plan.now, seq=seq, what="preempting", text=text))
     for hold in plan.holds:
         if hold.job_id == job_id and hold.placements and was_pending:
             text = "GPUs held for it while the jobs stopped for it end"

@@ -36,6 +36,10 @@ log = logging.getLogger("allot.view")
 MAX_WAITING = 256  # queries; each is answered in about a millisecond
 AT_ONCE = 64  # queries waiting for the log to be folded up to what they ask
 CATCH_UP_S = 2.0  # how long a query waits for that, at most; then it is answered as it is
+# The answer while a quarantine waits to be carried out: the client asks again (``log``).
+REFOLDING = FieldError(
+    field="log", value="", message="the log is being folded again after a quarantine; ask again"
+)
 
 
 class View:
@@ -44,7 +48,6 @@ class View:
         self.clock = clock or Clock()
         self.model = ReadModel(self.clock, refresh_s)
         self.commands = Commands("view", self.clock)
-        self._refolds = 0
         self._moved = asyncio.Event()  # set, and replaced, as each record is folded
         lane = Lane(at_once=AT_ONCE, max_waiting=MAX_WAITING)
         handlers: dict[str, Callable[..., Answer]] = {
@@ -68,14 +71,21 @@ class View:
             fold_record=self.model.fold,
         )
 
-    def _folded(self, record: Record) -> None:
+    def _folded(self, record: Record | None = None) -> None:
         self._moved.set()
         self._moved = asyncio.Event()
+
+    def _folding(self, seq: int) -> bool:
+        """Whether the state is not yet what the log up to ``seq`` says: not folded that
+        far, or a quarantine folded and the log not yet folded again without its event
+        (the follow loop reads the log for that, and queries are answered meanwhile)."""
+        state = self.model.state
+        return state.seq < seq or state.refold_due
 
     async def folded_to(self, seq: int, timeout_s: float = CATCH_UP_S) -> None:
         """Return once the log is folded up to ``seq``, or ``timeout_s`` has passed."""
         deadline = self.clock.monotonic() + timeout_s
-        while self.model.state.seq < seq and (left := deadline - self.clock.monotonic()) > 0:
+        while self._folding(seq) and (left := deadline - self.clock.monotonic()) > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._moved.wait(), left)
 
@@ -87,15 +97,14 @@ class View:
             if isinstance(query, FieldError):
                 return Answer(errors=[query])
             await self.folded_to(getattr(query, "at_least", 0))
+            if self.model.state.refold_due:  # what it holds is about to be replaced
+                return Answer(errors=[REFOLDING])
             return method(query)
 
         return handle
 
     async def _caught_up(self) -> None:
-        state = self.model.state
-        if state.refolds != self._refolds:  # a quarantine: the trails are folded again too
-            self.model.refolded(await self.events.read(1, state.seq))
-            self._refolds = state.refolds
+        self._folded()  # after a refold too, which no record's fold announces
         self.model.refresh()
         await self.commands.serve(self.events.nc)
 

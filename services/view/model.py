@@ -11,8 +11,10 @@ the event loop) and hands them to the model (``ReadModel.owed``), which answers 
 latest; no query waits for them.
 """
 
+import bisect
+import heapq
 import itertools
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import msgspec
@@ -24,7 +26,7 @@ from allot.core.drain import fates
 from allot.core.fold import LogRecord
 from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
-from allot.core.trail import Trails
+from allot.core.trail import Step, Trails
 from allot.proto.commands import FieldError
 from allot.proto.events import PlanComputed
 from allot.proto.queries import (
@@ -47,6 +49,7 @@ class Derived(msgspec.Struct, kw_only=True):
     """What is computed from the whole state once per change, for every query to share."""
 
     seq: int = -1  # the folded sequence it was computed at
+    refolds: int = 0  # of the state it was computed from: a refold keeps the sequence
     computed_at: float = float("-inf")  # monotonic seconds
     policy: Policy = DEFAULT_POLICY
     policy_hash: str = ""
@@ -96,17 +99,12 @@ class ReadModel:
     # --- folding ----------------------------------------------------------------------
 
     def fold(self, state: State, record: LogRecord) -> None:
-        """Fold one record (``state`` is ``self.state``), keeping every job's trail."""
+        """Fold one record (``state`` is ``self.state``), keeping every job's trail. A
+        quarantine's refold keeps them as they are: ``trail()`` over the whole log keeps
+        the steps taken before it too, so there is nothing to fold again."""
         self.trails.fold(state, record)
         if isinstance(record.event, PlanComputed):
             self.plan_policy = record.event.policy_hash
-
-    def refolded(self, records: Sequence[LogRecord]) -> None:
-        """The state was folded again (a quarantine): so are the trails."""
-        self.trails = Trails()
-        scratch = State()
-        for record in records:
-            self.trails.fold(scratch, record, records)
 
     def recorded_policy(self) -> tuple[Policy, str]:
         """The policy the latest plan was made under, and its hash; the default (hash "")
@@ -117,21 +115,30 @@ class ReadModel:
 
     def refresh(self, force: bool = False) -> None:
         """Compute the queue again if the log moved, at most every ``refresh_s``."""
-        derived = self.derived
-        if derived.seq == self.state.seq and not force:
+        derived, state = self.derived, self.state
+        # One computed from a state a refold replaced (at the same sequence) says nothing.
+        force = force or derived.refolds != state.refolds
+        if derived.seq == state.seq and not force:
             return
         if not force and self.clock.monotonic() - derived.computed_at < self.refresh_s:
             return
         policy, hashed = self.recorded_policy()
-        rows = render.queue_rows(self.state, self.clock.now(), policy)
+        rows = render.queue_rows(state, self.clock.now(), policy)
         self.derived = Derived(
-            seq=self.state.seq,
+            seq=state.seq,
+            refolds=state.refolds,
             computed_at=self.clock.monotonic(),
             policy=policy,
             policy_hash=hashed,
             rows=rows,
             by_job={row["job_id"]: row for row in rows},
         )
+
+    def queue_at(self, at_least: int) -> Derived:
+        """The queue, computed at ``at_least`` or later: now, if it was computed before
+        that. A sequence past the folded log is no reason to plan the same state again."""
+        self.refresh(force=self.derived.seq < min(at_least, self.state.seq))
+        return self.derived
 
     # --- answers ----------------------------------------------------------------------
 
@@ -162,15 +169,16 @@ class ReadModel:
     def _newest_first(self, query: JobsQuery) -> Iterator[JobRecord]:
         """Jobs newest first, from ``query.before``; only the waiting ones where only they
         are asked for (they are indexed), so a page costs about its own length."""
-        jobs = self.state.jobs
+        jobs, before = self.state.jobs, query.before
         if set(query.states) == {"pending"}:
-            ids: Iterator[str] = reversed(self.state.pending)
-            candidates = (jobs[i] for i in ids if i in jobs)
-        else:
-            candidates = (jobs[i] for i in reversed(jobs))
-        if query.before is None:
+            # Not ``state.pending``: a requeued job comes last there, out of submission
+            # order. Each (tier, account)'s waiting jobs are kept in submission order:
+            # merged from their ends, they come newest first, each where it was submitted.
+            tails = [_backwards(entries, before) for entries in self.state.queues.values()]
+            return (jobs[job_id] for _, job_id in heapq.merge(*tails, reverse=True))
+        candidates = (jobs[i] for i in reversed(jobs))
+        if before is None:
             return candidates
-        before = query.before
         return itertools.dropwhile(lambda job: job.submitted_seq >= before, candidates)
 
     def job(self, query: JobQuery) -> Answer:
@@ -180,36 +188,39 @@ class ReadModel:
         return Answer(seq=self.state.seq, data=render.job_view(job))
 
     def queue(self, query: QueueQuery) -> Answer:
-        self.refresh(force=self.derived.seq < max(0, query.at_least))
-        derived = self.derived
+        derived = self.queue_at(query.at_least)
         rows = derived.rows
         if query.accounts:
             rows = [r for r in rows if any(_within(r["account"], a) for a in query.accounts)]
         page = rows[query.offset : query.offset + query.limit]
         now = self.clock.now()
-        shown = [{**row, "waiting_s": max(0, now - row["queued_at"]) // 10**9} for row in page]
+        shown, size = [], 0
+        for row in page:  # rows of long ids, names and accounts: cut below the payload limit
+            size += len(msgspec.json.encode(row))
+            if size > MAX_ANSWER_BYTES:
+                break
+            shown.append({**row, "waiting_s": max(0, now - row["queued_at"]) // 10**9})
         data = {
             "policy": derived.policy.name,
             "policy_hash": derived.policy_hash or None,  # None: no plan recorded one yet
             "computed_at_seq": derived.seq,
             "rows": shown,
         }
-        more = query.offset + query.limit < len(rows)
+        more = query.offset + len(shown) < len(rows)
         return Answer(seq=self.state.seq, data=data, more=more, total=len(rows))
 
     def explain(self, query: ExplainQuery) -> Answer:
         job = self.state.jobs.get(query.job_id)
         if job is None:
             return self._no_job(query.job_id)
-        self.refresh(force=self.derived.seq < max(0, query.at_least))
-        derived = self.derived
+        derived = self.queue_at(query.at_least)
         row = derived.by_job.get(job.job_id)
         if job.job_id in self.state.pending and row is None:
             row = {"position": None, "reason_text": "admitted by the next plan",
                    "estimated_start": None}  # fmt: skip
         now = self.clock.now()
         view = render.explain(self.state, job, now, derived.policy, row)
-        view["trail"] = [msgspec.to_builtins(step) for step in self.trails.of(job.job_id)]
+        view["trail"] = [msgspec.to_builtins(step) for step in _shown(self.trails.of(job.job_id))]
         return Answer(seq=self.state.seq, data=view)
 
     def nodes(self, query: NodesQuery) -> Answer:
@@ -225,8 +236,18 @@ class ReadModel:
             for mode, immediate in (("drain_fates", False), ("drain_now_fates", True)):
                 view[mode] = msgspec.to_builtins(fates(self.state, node.node_id, immediate))
             return Answer(seq=self.state.seq, data=[view])
-        data = [render.node_view(node, self.state) for _, node in sorted(nodes.items())]
-        return Answer(seq=self.state.seq, data=data)
+        ids = sorted(nodes)
+        if query.after is not None:
+            ids = ids[bisect.bisect_right(ids, query.after) :]
+        data: list[dict[str, Any]] = []
+        size = 0
+        for node_id in ids:  # a node of many GPUs takes kilobytes: a page of them is cut
+            view = render.node_view(nodes[node_id], self.state)
+            size += len(msgspec.json.encode(view))
+            if size > MAX_ANSWER_BYTES:
+                break
+            data.append(view)
+        return Answer(seq=self.state.seq, data=data, more=len(data) < len(ids))
 
     def accounts(self, query: AccountsQuery) -> Answer:
         policy, _ = self.recorded_policy()
@@ -249,6 +270,29 @@ class ReadModel:
     def _refused(self, field: str, value: str, message: str) -> Answer:
         error = FieldError(field=field, value=value, message=message)
         return Answer(seq=self.state.seq, errors=[error])
+
+
+def _shown(steps: list[Step]) -> list[Step]:
+    """A trail as an answer holds it: a job that waited through many plans, each with
+    other figures, has more steps than a message takes. Its first step and as many of the
+    latest as fit are kept, with a step that says how many were left out between."""
+    sizes = [len(msgspec.json.encode(step)) for step in steps]
+    if sum(sizes) <= MAX_ANSWER_BYTES:
+        return steps
+    kept, size = len(steps), sizes[0]
+    while kept > 2 and size + sizes[kept - 1] <= MAX_ANSWER_BYTES:
+        kept -= 1
+        size += sizes[kept]
+    first_left_out = steps[1]
+    gap = Step(at=first_left_out.at, seq=first_left_out.seq, what="omitted",
+               text=f"{kept - 1} steps not shown: the first and the latest are")  # fmt: skip
+    return [steps[0], gap, *steps[kept:]]
+
+
+def _backwards(entries: list[tuple[int, str]], before: int | None) -> Iterator[tuple[int, str]]:
+    """A queue's (submission seq, job id) entries submitted before ``before``, last first."""
+    end = len(entries) if before is None else bisect.bisect_left(entries, (before, ""))
+    return (entries[n] for n in range(end - 1, -1, -1))
 
 
 def _within(account: str, ancestor: str) -> bool:

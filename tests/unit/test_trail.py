@@ -68,3 +68,19 @@ def test_a_decision_the_fold_ignored_is_no_step() -> None:
         as_records(b.node("n1", 1), b.submitted("j"), cordoned, b.plan(("j", "n1", [0]))), "j"
     )
     assert [s.what for s in steps] == ["submitted"]
+
+
+def test_a_preemption_the_fold_ignored_as_already_chosen_is_no_step() -> None:
+    chosen = Preemption(job_id="j", code="TIER", params={"for": "nb"})
+    again = [msgspec.structs.replace(b.plan(), preemptions=[chosen]) for _ in range(2)]
+    steps = trail(
+        as_records(
+            b.node("n1", 1),
+            b.submitted("j"),
+            b.plan(("j", "n1", [0])),
+            b.started("j", "n1", [0]),
+            *again,
+        ),
+        "j",
+    )
+    assert [s.what for s in steps] == ["submitted", "admitted", "started", "preempting"]
