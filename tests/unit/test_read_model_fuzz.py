@@ -15,6 +15,7 @@ from allot.bus.codec import encode
 from allot.bus.eventlog import Record, make_record
 from allot.client import render
 from allot.core import DEFAULT_POLICY, JobRecord, JobStatus, Policy, State, policy_hash
+from allot.core.drain import fates
 from allot.core.fairshare import FairSharePolicy
 from allot.core.fold import apply_record, refold
 from allot.core.trail import trail
@@ -594,7 +595,11 @@ def assert_the_same(model: ReadModel, records: list[Record], rng: random.Random)
         render.node_view(n, reference) for _, n in sorted(reference.nodes.items())
     ]
     for node_id, node in reference.nodes.items():
-        assert model.nodes(NodesQuery(node_id=node_id)).data == [render.node_view(node, reference)]
+        alone = render.node_view(node, reference) | {
+            "drain_fates": msgspec.to_builtins(fates(reference, node_id, immediate=False)),
+            "drain_now_fates": msgspec.to_builtins(fates(reference, node_id, immediate=True)),
+        }
+        assert model.nodes(NodesQuery(node_id=node_id)).data == [alone]
 
     # (e) every answer fits in a message
     assert all(len(msgspec.json.encode(a)) < PAYLOAD for a in answers)
