@@ -90,6 +90,12 @@ async def jobs_matching(
             return found, answer.more
 
 
+async def asked(args: argparse.Namespace, name: str, query: msgspec.Struct) -> Answer | None:
+    """One question on a connection of its own: ``ask``'s answer."""
+    async with await connect(args) as client:
+        return await ask(client, name, query)
+
+
 async def ask(client: AsyncClient, name: str, query: msgspec.Struct) -> Answer | None:
     """The read model's answer, or None after saying why it refused the question."""
     try:
@@ -111,9 +117,7 @@ def report_ignored(answer: Answer) -> None:
 
 
 async def cmd_queue(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        query = QueueQuery(accounts=args.account, limit=args.limit)
-        answer = await ask(client, QUEUE, query)
+    answer = await asked(args, QUEUE, QueueQuery(accounts=args.account, limit=args.limit))
     if answer is None:
         return 2
     data = answer.data
@@ -127,8 +131,7 @@ async def cmd_queue(args: argparse.Namespace) -> int:
 
 
 async def cmd_explain(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, EXPLAIN, ExplainQuery(job_id=args.job))
+    answer = await asked(args, EXPLAIN, ExplainQuery(job_id=args.job))
     if answer is None:
         return 1
     emit(args, answer.data, render.explain_text(answer.data))
@@ -153,8 +156,7 @@ async def cmd_nodes(args: argparse.Namespace) -> int:
 
 
 async def cmd_nodes_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, NODES, NodesQuery(node_id=args.node))
+    answer = await asked(args, NODES, NodesQuery(node_id=args.node))
     if answer is None:
         return 2
     [view] = answer.data
@@ -171,8 +173,7 @@ def as_node(view: dict[str, Any]) -> NodeRecord:
 
 
 async def cmd_accounts_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, ACCOUNTS, AccountsQuery())
+    answer = await asked(args, ACCOUNTS, AccountsQuery())
     if answer is None:
         return 2
     tree = answer.data["accounts"]
@@ -182,8 +183,7 @@ async def cmd_accounts_show(args: argparse.Namespace) -> int:
 
 
 async def cmd_budget_show(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        answer = await ask(client, ACCOUNTS, AccountsQuery(window_ns=args.window))
+    answer = await asked(args, ACCOUNTS, AccountsQuery(window_ns=args.window))
     if answer is None:
         return 2
     rows = answer.data["budget"]

@@ -76,7 +76,8 @@ async def test_a_gpu_that_falls_off_the_bus_drains_its_node_and_its_job_moves(
         assert shown.returncode == 0, shown.stderr
         assert uuids[2] in shown.stdout
         assert "xid since" in shown.stdout
-        assert cli(stack, "nodes", "show", "nope").stderr.startswith("allot: no node 'nope'")
+        unknown = cli(stack, "nodes", "show", "nope").stderr
+        assert unknown.startswith("allot: node_id='nope': no such node (nodes: node-1, node-2)")
         # The faulty GPU, traced to every job that ran on it.
         traced = cli(stack, "nodes", "gpu", uuids[2][:12])
         assert traced.returncode == 0, traced.stderr
