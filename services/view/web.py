@@ -48,7 +48,13 @@ from allot.services.view.model import ReadModel, owed_report
 
 log = logging.getLogger("allot.view")
 STATIC = Path(__file__).parent / "static"
-PAGES = {"/": "queue.html", "/nodes": "nodes.html", "/accounts": "accounts.html"}
+# Path -> the page there and its title: each page's <main>, in one layout (layout.html).
+PAGES = {
+    "/": ("queue", "Queue"),
+    "/nodes": ("nodes", "GPUs"),
+    "/accounts": ("accounts", "Accounts"),
+    "/jobs/{job_id}": ("job", "Job"),
+}
 EVENTS_PER_S = 4
 RETRY_MS = 1000  # how soon a browser connects again after losing the stream
 KEEP_ALIVE_S = 15.0  # a comment on a quiet stream, so proxies keep it open
@@ -111,8 +117,7 @@ class Dashboard:
             Route("/api/events", self.events),
             Route("/api/config", self.config),
         ]
-        pages = [Route(path, _page(name)) for path, name in PAGES.items()]
-        pages.append(Route("/jobs/{job_id}", _page("job.html")))
+        pages = [Route(path, _page(name, title)) for path, (name, title) in PAGES.items()]
         static = Mount("/static", StaticFiles(directory=STATIC), name="static")
         headers = security_headers(websocket)
         self.app: ASGIApp = _Secured(Starlette(routes=[*api, *pages, static]), hosts, headers)
@@ -281,8 +286,12 @@ def _unavailable(field: str, message: str) -> Response:
     return _error(FieldError(field=field, value="", message=message), 503)
 
 
-def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
-    html = (STATIC / name).read_text()
+def _page(name: str, title: str) -> Callable[[Request], Awaitable[Response]]:
+    layout = (STATIC / "layout.html").read_text()
+    filled = {"{title}": title, "{page}": name, "{main}": (STATIC / f"{name}.html").read_text()}
+    html = layout
+    for placeholder, text in filled.items():
+        html = html.replace(placeholder, text)
 
     async def page(request: Request) -> Response:
         return HTMLResponse(html)
