@@ -177,7 +177,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
         f"   (this CLI's, as operator)\n"
         f"  TLS       {stack.tls_ca or 'off (--tls turns it on)'}"
         f"{'   (clients: export ALLOT_TLS_CA=it)' if stack.tls_ca else ''}\n"
-        f"  dashboard {stack.dashboard_url or 'off'}   (queue, GPUs, accounts, jobs; live)\n"
+        f"  dashboard {stack.dashboard_url or 'off'}   (sign in with an identity to act)\n"
         f"  metrics   {stack.metrics_url or 'off'}   (point a browser or Prometheus at it)\n"
         f"  traces    {tracing_said()}\n"
         f"Users: allot users add NAME [--admin] makes an identity; name it in an account's\n"

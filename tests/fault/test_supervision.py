@@ -57,6 +57,7 @@ def test_children_of_a_killed_allot_up_die_with_it(tmp_path: Path) -> None:
             "allot.services.planner",
             "allot.services.preemptor",
             "allot.services.telemetry",
+            "allot.services.view",
             "nats-server",
         ]
 
