@@ -23,6 +23,7 @@ from allot.bus.tracing import JobTraces
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Event, JobEvent, JobSpec, Meta
+from allot.services import health
 
 log = logging.getLogger("allot")
 
@@ -52,6 +53,8 @@ async def follow_state(
                 await on_caught_up()
             except Exception:
                 log.exception("acting on the log at sequence %d failed; again later", state.seq)
+            else:
+                health.caught_up(state.seq)
 
     async def tick(period: float) -> None:
         while True:
@@ -185,6 +188,16 @@ def connection_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="the NATS identity file to connect as (default: $ALLOT_IDENTITY; none: a "
         "server without authorization)",
     )
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        help="answer GET /livez and /readyz on this port (docs/adr/0025; default: not at all)",
+    )
+    parser.add_argument(
+        "--health-host",
+        default="127.0.0.1",
+        help="the address to answer health checks on (default 127.0.0.1: this machine only)",
+    )
     return parser
 
 
@@ -209,9 +222,18 @@ def run_service(
         log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT and friends)")
 
     async def main() -> None:
+        checks = health.Health()
+        if args.health_port is not None:  # answering before the connection, which may wait
+            try:
+                await health.serve(checks, args.health_host, args.health_port)
+            except OSError as error:
+                parser.exit(2, f"{parser.prog}: --health-port {args.health_port}: {error}\n")
+            log.info("health checks on http://%s:%d/readyz", args.health_host, args.health_port)
         events = await EventLog.connect(
             args.nats_url, name=f"allot-{name}", identity=identity, tls=tls
         )
+        checks.connected = lambda: events.nc.is_connected
+        health.reporting_to(checks)
         task = asyncio.create_task(serve(args, events))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
