@@ -15,7 +15,7 @@ import msgspec
 from allot.bus import tracing
 from allot.bus.identity import IdentityError, Keyring
 from allot.bus.server import EmbeddedNats
-from allot.client import deploy, exitcodes, failures, output, render
+from allot.client import deploy, exitcodes, failures, kubernetes, output, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
 from allot.client.readers import (
@@ -710,7 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the identities folder of an installation run by `allot deploy`, rather than "
         "the `allot up` running here",
     )
-    deploy.add_parser(commands)
+    kubernetes.add_parser(deploy.add_parser(commands))
 
     budget_cmd = commands.add_parser("budget", help="budgets of GPU time and fair share")
     budget_sub = budget_cmd.add_subparsers(dest="budget_command", required=True)

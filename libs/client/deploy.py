@@ -45,11 +45,9 @@ async def cmd_deploy_init(args: argparse.Namespace) -> int:
 
 
 async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
-    nodes = [n for n in args.nodes.split(",") if n] if args.nodes else []
-    bad = [n for n in nodes if not is_id(n)]
-    if bad:
-        print(f"allot: --nodes: {bad[0][:100]!r} is no node id (letters, digits, '_', '-')",
-              file=sys.stderr)  # fmt: skip
+    nodes = node_ids(args.nodes)
+    if isinstance(nodes, str):
+        print(f"allot: --nodes: {nodes}", file=sys.stderr)
         return 2
     tls_files = (args.tls_ca, args.tls_cert, args.tls_key)
     if any(tls_files) and not all(tls_files):
@@ -58,11 +56,6 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
     if args.cluster_name and not all(tls_files):
         print("allot: --cluster-name: routes carry the log and its secrets between machines; "
               "give --tls-ca, --tls-cert and --tls-key too", file=sys.stderr)  # fmt: skip
-        return 2
-    reserved = [n for n in nodes if n in (OPERATOR, MIRROR_MAKER, *SERVICES)]
-    if reserved:
-        print(f"allot: --nodes: {reserved[0]!r} names an identity of Allot's own; "
-              "name the node otherwise", file=sys.stderr)  # fmt: skip
         return 2
     tls = (
         ServerTls(
@@ -103,10 +96,22 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(config)
     else:
-        _write_private(Path(args.out), config)
+        write_private(Path(args.out), config)
         print(f"wrote {args.out}: {len(identities)} identities from {args.identities}",
               file=sys.stderr)  # fmt: skip
     return 0
+
+
+def node_ids(text: str | None) -> list[str] | str:
+    """The node ids of a comma-separated list, or what is wrong with it."""
+    nodes = [n for n in text.split(",") if n] if text else []
+    bad = [n for n in nodes if not is_id(n)]
+    if bad:
+        return f"{bad[0][:100]!r} is no node id (letters, digits, '_', '-')"
+    reserved = [n for n in nodes if n in (OPERATOR, MIRROR_MAKER, *SERVICES)]
+    if reserved:
+        return f"{reserved[0]!r} names an identity of Allot's own; name the node otherwise"
+    return nodes
 
 
 def route_secret(identities: Path) -> str:
@@ -114,11 +119,11 @@ def route_secret(identities: Path) -> str:
     kept with the identities (run the command for each server with the same folder)."""
     path = identities / "routes.secret"
     if not path.exists():
-        _write_private(path, secrets.token_urlsafe(32))
+        write_private(path, secrets.token_urlsafe(32))
     return path.read_text().strip()
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write ``text`` readable by its owner alone (the config lists who may connect), never
     half-written."""
     partial = path.with_suffix(path.suffix + ".partial")
@@ -128,7 +133,10 @@ def _write_private(path: Path, text: str) -> None:
     partial.replace(path)
 
 
-def add_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> "argparse._SubParsersAction[argparse.ArgumentParser]":
+    """``allot deploy`` and its subcommands; the subcommands, for more to be added."""
     deploy = commands.add_parser("deploy", help="run Allot on real machines (deploy/README.md)")
     sub = deploy.add_subparsers(dest="deploy_command", required=True)
     init = sub.add_parser(
@@ -169,3 +177,4 @@ def add_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--routes", help="the cluster's route URLs, comma-separated (nats-route://host:6222,...)"
     )
     config.add_argument("--out", help="write the config here (owner-only) instead of stdout")
+    return sub
