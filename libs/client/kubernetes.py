@@ -10,6 +10,7 @@ of identities: identities there are kept, so the cluster keeps admitting them.
 """
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -37,8 +38,10 @@ def routes(replicas: int) -> tuple[str, ...]:
 
 def nats_config(keyring: Keyring, replicas: int, secret: str) -> str:
     """The config every server of the StatefulSet runs; each is named by its pod
-    (``--server_name``), which is all that differs between them."""
-    return server_config(
+    (``--server_name``), which is all that differs between them. The servers tell clients
+    of no other addresses of theirs: those would be the pods' IPs, which their certificate
+    does not name, so clients reach them through the Service only."""
+    config = server_config(
         keyring.all(),
         host="0.0.0.0",
         port=CLIENT_PORT,
@@ -49,6 +52,9 @@ def nats_config(keyring: Keyring, replicas: int, secret: str) -> str:
         ),
         cluster=Cluster(name=NATS_CLUSTER, port=ROUTE_PORT, routes=routes(replicas), secret=secret),
     )
+    cluster = json.loads(config)
+    cluster["cluster"]["no_advertise"] = True
+    return json.dumps(cluster, indent=2) + "\n"
 
 
 def kustomization(generated: dict[str, list[str]]) -> str:

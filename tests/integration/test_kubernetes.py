@@ -17,6 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from allot.bus.identity import load
 from allot.bus.local_ca import issue, local_ca
 from allot.bus.server import nats_server_binary
 from allot.client.kubernetes import HEADLESS_SERVICE, STATEFUL_SET
@@ -241,6 +242,11 @@ def test_the_nats_config_is_one_nats_server_takes_in_a_cluster_of_three(tree: Pa
         f"{STATEFUL_SET}-{i}.{HEADLESS_SERVICE}:6222"
         for i in range(3)
     ]
+    assert config["cluster"]["no_advertise"] is True  # clients keep to the Service's name
+    admitted = {user["nkey"] for account in config["accounts"].values()
+                for user in account.get("users", [])}  # fmt: skip
+    for name in [*NODES.split(","), "intake", "admin"]:
+        assert load(tree.parent / "identities" / f"{name}.json").public_key in admitted
     # The same file, its paths moved from the pod's to this machine's, as nats-server -t
     # checks it (it opens the TLS files).
     here = str(secrets / "tls")
