@@ -80,8 +80,8 @@ async def serve(health: Health, host: str, port: int) -> asyncio.Server:
                 + body
             )
             await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass  # a probe that went away asks again
+        except (TimeoutError, ConnectionError, ValueError):
+            pass  # a probe that went away, or sent no request line, asks again
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):

@@ -14,11 +14,11 @@ from allot.services.runtime import follow_state
 from tests import builders as b
 
 
-async def get(port: int, path: str) -> tuple[int, str]:
-    """The status and body of ``GET path`` on this machine's ``port``."""
+async def get(port: int, path: str, method: str = "GET") -> tuple[int, str]:
+    """The status and body of ``method path`` on this machine's ``port``."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: probe\r\n\r\n".encode())
+        writer.write(f"{method} {path} HTTP/1.1\r\nHost: probe\r\n\r\n".encode())
         answer = (await reader.read()).decode()
     finally:
         writer.close()
@@ -68,6 +68,12 @@ async def test_not_ready_until_the_log_is_folded_and_acted_on(event_log: EventLo
         body = await until_status(port, "/readyz", 200)
         assert body == "ready: caught up at sequence 3\n"
         assert (await get(port, "/nothing"))[0] == 404
+        assert (await get(port, "/readyz", method="POST"))[0] == 405
+        _, flood = await asyncio.open_connection("127.0.0.1", port)
+        flood.write(b"G" * 100_000)  # no request line: dropped, and the next probe answered
+        await flood.drain()
+        flood.close()
+        assert (await get(port, "/livez"))[0] == 200
     finally:
         following.cancel()
         server.close()
