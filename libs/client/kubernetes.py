@@ -138,9 +138,14 @@ async def cmd_deploy_kubernetes(args: argparse.Namespace) -> int:
             print(f"allot: --out: {out} holds files not made by this command; name an empty "
                   "or a new folder", file=sys.stderr)  # fmt: skip
             return 2
-        for folder in ("tls", "identities", "operator", "nodes"):
-            shutil.rmtree(out / folder, ignore_errors=True)  # an identity removed is gone
-        generated = write_secrets(keyring, tls, args.nats_replicas, out)
+        # Written beside it, then put in its place: never half-written, and an identity
+        # removed from the folder is gone from the Secrets too.
+        partial = out.with_name(f".{out.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        generated = write_secrets(keyring, tls, args.nats_replicas, partial)
+        if out.exists():
+            shutil.rmtree(out)
+        partial.rename(out)
     except (IdentityError, OSError) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2

@@ -308,3 +308,23 @@ def test_bad_input_to_allot_deploy_kubernetes_is_one_line(tmp_path: Path) -> Non
     assert made.returncode == 2
     assert "holds files not made by this command" in made.stderr
     assert (tmp_path / "mine" / "notes.txt").exists()
+
+
+def test_running_it_again_admits_a_new_user_and_node_and_keeps_the_others(
+    tmp_path: Path,
+) -> None:
+    tls = local_ca(tmp_path / "tls")
+    ids, out = tmp_path / "ids", tmp_path / "secrets"
+    flags = ["--identities", str(ids), "--tls-ca", tls.ca, "--tls-cert", tls.cert,
+             "--tls-key", tls.key, "--out", str(out)]  # fmt: skip
+    assert allot("deploy", "kubernetes", *flags, "--nodes", "gpu-01").returncode == 0
+    first = json.loads((out / "nats.conf").read_text())
+    assert allot("users", "add", "alice", "--identities", str(ids)).returncode == 0
+    again = allot("deploy", "kubernetes", *flags, "--nodes", "gpu-02")
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in (out / "nodes").iterdir()) == ["gpu-01.json", "gpu-02.json"]
+    config = (out / "nats.conf").read_text()
+    for name in ("alice", "gpu-01", "gpu-02", "intake"):
+        assert load(ids / f"{name}.json").public_key in config
+    assert json.loads(config)["cluster"]["authorization"] == first["cluster"]["authorization"]
+    assert not (tmp_path / ".secrets.partial").exists()
