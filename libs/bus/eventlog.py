@@ -39,7 +39,7 @@ from nats.js.errors import APIError, NotFoundError
 from allot.bus import tracing
 from allot.bus.codec import decode, encode
 from allot.bus.identity import Identity, connect_options
-from allot.bus.urls import redacted
+from allot.bus.urls import redacted, servers
 from allot.proto.events import Event, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import (
@@ -144,19 +144,21 @@ class EventLog:
         name: str = "allot",
         identity: Identity | None = None,
         tls: ssl.SSLContext | None = None,
+        settings: StreamSettings | None = None,
     ) -> "EventLog":
         """Connect as ``identity`` (None: to a server without authorization, as ``name``),
-        over ``tls`` where given."""
+        over ``tls`` where given, to ``url``: one server or a cluster's comma-separated
+        list, any member of which will do (and another, when one goes)."""
         principal = identity.name if identity is not None else name
         nc = await nats.connect(
-            url,
+            servers(url),
             name=name,
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             **_quiet_callbacks(),
             **connect_options(principal, identity, tls),
         )
-        log = cls(nc)
+        log = cls(nc, settings)
         await log.ensure_stream()
         return log
 
@@ -176,6 +178,7 @@ class EventLog:
             storage=StorageType.FILE,
             duplicate_window=s.duplicate_window_s,
             max_msg_size=s.max_msg_size,
+            num_replicas=s.replicas,
         )
         await self._ensure(config)
 
@@ -188,6 +191,7 @@ class EventLog:
             mirror=StreamSource(name=self.settings.name, external=feed),
             storage=StorageType.FILE,
             max_msg_size=self.settings.max_msg_size,
+            num_replicas=self.settings.replicas,  # readers lose it no sooner than the log
             allow_direct=True,  # users read it by direct gets only
         )
         await self._ensure(mirror)

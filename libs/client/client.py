@@ -28,7 +28,7 @@ from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
-from allot.bus.urls import redacted
+from allot.bus.urls import redacted, servers
 from allot.core import JobRecord, State, apply_record, refold
 from allot.core.ranks import Process, process_of_worker
 from allot.proto.commands import (
@@ -145,7 +145,7 @@ class AsyncClient:
 
         connecting = asyncio.ensure_future(
             nats.connect(
-                url,
+                servers(url),
                 name="allot-client",
                 max_reconnect_attempts=3,
                 error_cb=on_error,

@@ -1,0 +1,182 @@
+"""A JetStream cluster of three nats-servers on loopback, the log at R3: what is acknowledged
+survives the loss of the stream's leader, once, and every client finds the servers left."""
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import nats.errors
+
+from allot.bus import EmbeddedNats, EventLog
+from allot.bus.cluster import NatsCluster
+from allot.bus.server import free_port
+from allot.client import AsyncClient
+from allot.proto.subjects import STREAM, StreamSettings
+from tests import builders as b
+from tests.stack import cli
+
+WRITERS = 3  # connections appending at once, as the services do
+IN_FLIGHT = 4  # appends each connection awaits at once
+ATTEMPT_S = 1.0  # how long a writer waits for an acknowledgement before it sends again
+R3 = StreamSettings(replicas=3)
+
+
+async def test_clients_and_services_take_a_list_of_servers_and_use_one_that_answers(
+    tmp_path: Path,
+) -> None:
+    nobody = f"nats://127.0.0.1:{free_port()}"  # a member that is away
+    async with EmbeddedNats(tmp_path / "nats") as server:
+        listed = f"{nobody},{server.url}"
+        events = await EventLog.connect(listed, name="allot-intake")
+        try:
+            assert await events.last_seq() == 0
+        finally:
+            await events.close()
+        async with await AsyncClient.connect(listed) as client:
+            assert await client.events.last_seq() == 0
+
+
+@dataclass
+class Load:
+    """What the writers were told: each key's sequence, when each acknowledgement came,
+    and how often they sent an event again."""
+
+    acked: dict[str, int] = field(default_factory=dict)
+    acked_at: list[float] = field(default_factory=list)
+    resent: int = 0
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def append_until_stopped(events: EventLog, name: str, load: Load) -> None:
+    """Submissions, each under its own key, each sent again with the same message id
+    until acknowledged: as a CI client retries a submission that timed out."""
+    loop = asyncio.get_running_loop()
+    for number in range(10**9):
+        if load.stop.is_set():
+            return
+        key = f"{name}-{number}"
+        event = b.submitted(key, key=key)
+        while True:
+            try:
+                appended = await asyncio.wait_for(events.append(event, msg_id=key), ATTEMPT_S)
+                break
+            except (TimeoutError, nats.errors.Error):
+                load.resent += 1
+                await asyncio.sleep(0.05)  # an error can come at once: no busy loop
+        load.acked[key] = appended.seq
+        load.acked_at.append(loop.time())
+
+
+async def leader(js: nats.js.JetStreamContext) -> str | None:
+    """The stream's leader now; None while there is none (or no answer)."""
+    with contextlib.suppress(TimeoutError, nats.errors.Error):
+        info = await js.stream_info(STREAM)
+        if info.cluster is not None and info.cluster.leader:
+            return info.cluster.leader
+    return None
+
+
+async def watch(servers: list[str]) -> nats.NATS:
+    async def quiet(error: Exception) -> None:
+        """A member that went away is what this test is about."""
+
+    return await nats.connect(servers, max_reconnect_attempts=-1, error_cb=quiet)
+
+
+async def writers_on_and_off(cluster: NatsCluster, server_name: str) -> list[EventLog]:
+    """Connections to the whole cluster, at least one of them to ``server_name`` and one to
+    another member (a client picks a member at random)."""
+    port = cluster.member(server_name).port
+
+    def on_it(events: EventLog) -> bool:
+        return events.nc.connected_url is not None and events.nc.connected_url.port == port
+
+    kept: list[EventLog] = []
+    for _ in range(50):
+        events = await EventLog.connect(cluster.url, settings=R3)
+        sides = {on_it(e) for e in kept}
+        if on_it(events) not in sides or len(sides) == 2:
+            kept.append(events)
+        else:
+            await events.close()
+        if len(kept) == WRITERS:
+            return kept
+    raise AssertionError("no connection came to each side")
+
+
+async def test_losing_the_streams_leader_under_load_loses_and_duplicates_nothing(
+    tmp_path: Path,
+) -> None:
+    loop = asyncio.get_running_loop()
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        await (await EventLog.connect(cluster.url, settings=R3)).close()
+        watcher = await watch(cluster.url.split(","))
+        js = watcher.jetstream(timeout=0.25)
+        first = await leader(js)
+        assert first is not None
+        writers = await writers_on_and_off(cluster, first)
+        load = Load()
+        tasks = [
+            asyncio.create_task(append_until_stopped(events, f"w{w}-{i}", load))
+            for w, events in enumerate(writers)
+            for i in range(IN_FLIGHT)
+        ]
+        try:
+            await asyncio.sleep(2)
+            before = len(load.acked)
+            victim = cluster.member(first)
+            assert victim.pid is not None
+            survivors = [m.url for m in cluster.members if m is not victim]
+            await watcher.close()  # and watch from a survivor, not from the one that dies
+            watcher = await watch(survivors)
+            js = watcher.jetstream(timeout=0.25)
+            killed_at = loop.time()
+            os.kill(victim.pid, signal.SIGKILL)
+            while (now_leader := await leader(js)) in (None, first):
+                await asyncio.sleep(0.02)
+            election_s = loop.time() - killed_at
+            await asyncio.sleep(2)  # the load goes on without the old leader
+            await victim.start()  # it comes back on its port, with its store
+            await asyncio.sleep(2)
+        finally:
+            load.stop.set()
+            await asyncio.gather(*tasks)
+            for events in writers:
+                await events.close()
+        during = sorted(t for t in load.acked_at if t >= killed_at - 1)
+        stall_s = max(later - earlier for earlier, later in itertools.pairwise(during))
+        stall_s = max(stall_s, during[0] - killed_at)
+
+        # Every acknowledged key is in the log once, where its acknowledgement said.
+        events = await EventLog.connect(cluster.url, settings=R3)
+        records = await events.read()
+        await events.close()
+        await watcher.close()
+        times = collections.Counter(r.headers.get("Nats-Msg-Id") for r in records)
+        seq_of = {r.headers.get("Nats-Msg-Id"): r.seq for r in records}
+        lost = [key for key in load.acked if key not in seq_of]
+        duplicated = [key for key, count in times.items() if count > 1]
+        moved = [key for key, seq in load.acked.items() if seq_of.get(key, seq) != seq]
+        print(
+            f"\nR3 leader {first} killed under load ({WRITERS}x{IN_FLIGHT} writers): "
+            f"new leader {now_leader} after {election_s:.2f}s; longest stall of "
+            f"acknowledgements {stall_s:.2f}s; {len(load.acked)} acknowledged "
+            f"({before} before the kill), {load.resent} sent again, {len(records)} in the "
+            f"log, {len(lost)} lost, {len(duplicated)} duplicated"
+        )
+        assert before > 0
+        assert len(load.acked) > before  # it kept going
+        assert (lost, duplicated, moved) == ([], [], [])
+        assert len(records) == len(load.acked)  # nothing but what was acknowledged
+        # Acknowledgements wait for the election, and not much beyond it: a writer notices
+        # within one attempt that its append went nowhere, and sends it again.
+        assert stall_s <= election_s + ATTEMPT_S + 1.0
+        verified = cli(cluster.url, "replay", "--verify")
+        assert verified.returncode == 0, verified.stderr
+        assert f"{len(records)} events folded" in verified.stdout
