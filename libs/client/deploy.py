@@ -13,24 +13,29 @@ import ssl
 import sys
 from pathlib import Path
 
+from allot.bus.eventlog import EventLog
 from allot.bus.identity import MIRROR_MAKER, OPERATOR, SERVICES, IdentityError, Keyring, load
 from allot.bus.permissions import Cluster, server_config
 from allot.bus.tls import ServerTls, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.client.client import AsyncClient
-from allot.proto.subjects import is_id
+from allot.proto.subjects import StreamSettings, is_id
 
 
-async def prepare_log(url: str, keyring: Keyring | None, tls: ssl.SSLContext | None) -> None:
+async def prepare_log(
+    url: str, keyring: Keyring | None, tls: ssl.SSLContext | None, replicas: int = 1
+) -> None:
     """Create the log's stream and, with identities, the users' mirror of it, where they
-    are missing: as the operator, and as the one identity that may make the mirror."""
+    are missing, each kept in ``replicas`` copies (a JetStream cluster's): as the operator,
+    and as the one identity that may make the mirror."""
+    settings = StreamSettings(replicas=replicas)
     operator = load(keyring.path(OPERATOR)) if keyring is not None else None
     async with await AsyncClient.connect(url, operator, tls) as client:
-        await client.events.ensure_stream()
+        await EventLog(client.events.nc, settings).ensure_stream()
     if keyring is not None:
         mirror = load(keyring.path(MIRROR_MAKER))
         async with await AsyncClient.connect(url, mirror, tls) as maker:
-            await maker.events.ensure_mirror()
+            await EventLog(maker.events.nc, settings).ensure_mirror()
 
 
 async def cmd_deploy_init(args: argparse.Namespace) -> int:

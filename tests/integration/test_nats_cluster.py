@@ -12,8 +12,9 @@ from pathlib import Path
 
 import nats
 import nats.errors
+import pytest
 
-from allot.bus import EmbeddedNats, EventLog
+from allot.bus import EmbeddedNats, EventLog, eventlog
 from allot.bus.cluster import NatsCluster
 from allot.bus.server import free_port
 from allot.client import AsyncClient
@@ -87,6 +88,19 @@ async def watch(servers: list[str]) -> nats.NATS:
         """A member that went away is what this test is about."""
 
     return await nats.connect(servers, max_reconnect_attempts=-1, error_cb=quiet)
+
+
+async def connected(cluster: NatsCluster, server_name: str, on: bool) -> EventLog:
+    """A connection to the whole cluster that came to ``server_name`` (``on``) or to
+    another member."""
+    port = cluster.member(server_name).port
+    for _ in range(50):
+        events = await EventLog.connect(cluster.url, settings=R3)
+        url = events.nc.connected_url
+        if url is not None and (url.port == port) == on:
+            return events
+        await events.close()
+    raise AssertionError(f"no connection came {'to' if on else 'past'} {server_name}")
 
 
 async def writers_on_and_off(cluster: NatsCluster, server_name: str) -> list[EventLog]:
@@ -180,3 +194,68 @@ async def test_losing_the_streams_leader_under_load_loses_and_duplicates_nothing
         verified = cli(cluster.url, "replay", "--verify")
         assert verified.returncode == 0, verified.stderr
         assert f"{len(records)} events folded" in verified.stdout
+
+
+async def test_a_follower_reads_on_when_the_streams_leader_dies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its connection stays (it is to another member) but its consumer, on the leader, is
+    gone: it must notice, and read on from where it was, in order, once there is a leader,
+    rather than fail because the log cannot say how long it is while there is none."""
+    monkeypatch.setattr(eventlog, "STALL_CHECK_S", 1.0)  # so that it looks while there is none
+    loop = asyncio.get_running_loop()
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        writer = await EventLog.connect(cluster.url, settings=R3)
+        watcher = await watch(cluster.url.split(","))
+        first = await leader(watcher.jetstream(timeout=0.25))
+        assert first is not None
+        victim = cluster.member(first)
+        follower = await connected(cluster, first, on=False)
+        seen: list[int] = []
+        seen_at: dict[int, float] = {}
+
+        async def follow() -> None:
+            async with contextlib.aclosing(follower.follow(1)) as records:
+                async for record in records:
+                    seen.append(record.seq)
+                    seen_at[record.seq] = loop.time()
+
+        load = Load()
+        reading = asyncio.create_task(follow())
+        writing = asyncio.create_task(append_until_stopped(writer, "w", load))
+        try:
+            await asyncio.sleep(1)
+            await watcher.close()
+            watcher = await watch([m.url for m in cluster.members if m is not victim])
+            assert victim.pid is not None
+            os.kill(victim.pid, signal.SIGKILL)
+            killed_at = loop.time()
+            while await leader(watcher.jetstream(timeout=0.25)) in (None, first):
+                await asyncio.sleep(0.02)
+            elected_at = loop.time()
+            await asyncio.sleep(2)
+            load.stop.set()
+            await writing
+            last = max(load.acked.values())
+            async with asyncio.timeout(15):
+                while not seen or seen[-1] < last:
+                    assert not reading.done(), reading.exception()
+                    await asyncio.sleep(0.05)
+        finally:
+            load.stop.set()
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, nats.errors.Error):
+                await reading
+            for connection in (writer, follower):
+                await connection.close()
+            await watcher.close()
+        assert seen == list(range(1, last + 1))  # in order, none skipped, none twice
+        acked_at = dict(zip(load.acked.values(), load.acked_at, strict=True))
+        lag_s = max(seen_at[seq] - at for seq, at in acked_at.items())
+        print(
+            f"\nfollower: leader {first} killed, another elected after "
+            f"{elected_at - killed_at:.2f}s; {len(seen)} records read in order; the longest "
+            f"from an acknowledgement to the follower {lag_s:.2f}s"
+        )
+        # Behind the acknowledgements by a look (the stall check) and an ask at most.
+        assert lag_s <= eventlog.STALL_CHECK_S + eventlog.FOLLOWER_ASKS_S + 1.0
