@@ -173,6 +173,11 @@ class Stack:
         return self.nats.url
 
     @property
+    def nats_servers(self) -> list[EmbeddedNats]:
+        """Its NATS server, or each server of its NATS cluster."""
+        return self.nats.members if isinstance(self.nats, NatsCluster) else [self.nats]
+
+    @property
     def operator(self) -> Path | None:
         """The operator's identity file (for the CLI: ``ALLOT_IDENTITY``); None if not secure."""
         return self.keyring.path(OPERATOR) if self.keyring is not None else None
