@@ -10,7 +10,9 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import nats
+import nats.aio.msg
 import nats.errors
 import pytest
 
@@ -18,7 +20,9 @@ from allot.bus import EmbeddedNats, EventLog, eventlog
 from allot.bus.cluster import NatsCluster
 from allot.bus.server import free_port
 from allot.client import AsyncClient
-from allot.proto.subjects import STREAM, StreamSettings
+from allot.proto.commands import SubmitReply
+from allot.proto.subjects import ADMIN, STREAM, SUBMIT, StreamSettings, from_anyone
+from allot.services.replies import not_stored
 from tests import builders as b
 from tests.stack import cli
 
@@ -41,6 +45,35 @@ async def test_clients_and_services_take_a_list_of_servers_and_use_one_that_answ
             await events.close()
         async with await AsyncClient.connect(listed) as client:
             assert await client.events.last_seq() == 0
+
+
+async def test_a_submission_the_log_cannot_store_yet_is_sent_again_through_an_election(
+    nats_server: EmbeddedNats,
+) -> None:
+    """While a cluster elects the log's leader (up to ten seconds: nats-server's election
+    timeout is four to nine), the intake answers 'not stored, retry' at once. A client
+    that gave up after a few quick tries would fail a submission a moment later stored."""
+    loop = asyncio.get_running_loop()
+    electing_until = loop.time() + 4
+    nc = await nats.connect(nats_server.url)
+    asked: list[bytes] = []
+
+    async def intake(msg: nats.aio.msg.Msg) -> None:
+        asked.append(msg.data)
+        if loop.time() < electing_until:
+            error = RuntimeError("nats: no response from stream")
+            await msg.respond(msgspec.json.encode(SubmitReply(errors=[not_stored(error)])))
+        else:
+            await msg.respond(msgspec.json.encode(SubmitReply(job_id="j-1", seq=1)))
+
+    await nc.subscribe(from_anyone(ADMIN + SUBMIT), cb=intake)
+    try:
+        async with await AsyncClient.connect(nats_server.url) as client:
+            reply = await client.submit(b.spec(), idempotency_key="ci-build-7")
+    finally:
+        await nc.close()
+    assert reply.job_id == "j-1"
+    assert len(set(asked)) == 1  # the same submission, key and all, each time
 
 
 @dataclass
