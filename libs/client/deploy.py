@@ -41,7 +41,9 @@ async def prepare_log(
 async def cmd_deploy_init(args: argparse.Namespace) -> int:
     """Create the log's stream and the users' mirror on a server that runs the config."""
     try:
-        await prepare_log(args.nats_url, Keyring(args.identities), from_environment())
+        await prepare_log(
+            args.nats_url, Keyring(args.identities), from_environment(), args.replicas
+        )
     except (IdentityError, TlsError) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -114,6 +116,14 @@ async def cmd_deploy_nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def replica_count(given: str) -> int:
+    """JetStream keeps a stream in 1 to 5 copies; an even count survives no more losses
+    than the odd one below it, and costs a copy more."""
+    if given not in ("1", "3", "5"):
+        raise argparse.ArgumentTypeError(f"{given!r}: 1, 3 or 5 copies of the log")
+    return int(given)
+
+
 def route_secret(identities: Path) -> str:
     """The secret the servers of the cluster present to each other as routes: made once,
     kept with the identities (run the command for each server with the same folder)."""
@@ -144,8 +154,14 @@ def add_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     init.add_argument(
         "--nats-url",
         default=os.environ.get("ALLOT_NATS_URL", "nats://127.0.0.1:4222"),
-        help="the server (default: $ALLOT_NATS_URL or nats://127.0.0.1:4222)",
+        help="the server, or a cluster's servers comma-separated (default: $ALLOT_NATS_URL "
+        "or nats://127.0.0.1:4222)",
     )
+    init.add_argument(
+        "--replicas", type=replica_count, default=1,
+        help="copies of the log (and of the users' mirror) a JetStream cluster keeps: 1, 3 "
+        "or 5 (default 1; a cluster of three servers or more: 3)",
+    )  # fmt: skip
     config = sub.add_parser(
         "nats-config",
         help="make the identities and print the NATS server config of an installation",

@@ -18,12 +18,14 @@ import pytest
 
 from allot.bus import EmbeddedNats, EventLog, eventlog
 from allot.bus.cluster import NatsCluster
+from allot.bus.identity import OPERATOR, Keyring, load
 from allot.bus.server import free_port
 from allot.client import AsyncClient
 from allot.proto.commands import SubmitReply
-from allot.proto.subjects import ADMIN, STREAM, SUBMIT, StreamSettings, from_anyone
+from allot.proto.subjects import ADMIN, MIRROR, STREAM, SUBMIT, StreamSettings, from_anyone
 from allot.services.replies import not_stored
 from tests import builders as b
+from tests.integration.test_deploy import allot
 from tests.stack import cli
 
 WRITERS = 3  # connections appending at once, as the services do
@@ -292,3 +294,26 @@ async def test_a_follower_reads_on_when_the_streams_leader_dies(
         )
         # Behind the acknowledgements by a look (the stall check) and an ask at most.
         assert lag_s <= eventlog.STALL_CHECK_S + eventlog.FOLLOWER_ASKS_S + 1.0
+
+
+async def test_deploy_init_makes_the_log_and_the_users_mirror_at_three_replicas(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring(tmp_path / "ids")
+    keyring.ensure_installation([])
+    async with NatsCluster(tmp_path / "nats", 3, keyring=keyring) as cluster:
+        init = ["deploy", "init", "--identities", str(tmp_path / "ids"), "--nats-url"]
+        refused = await asyncio.to_thread(allot, *init, cluster.url, "--replicas", "2")
+        assert refused.returncode == 2
+        assert "--replicas" in refused.stderr
+        assert "'2'" in refused.stderr
+        made = await asyncio.to_thread(allot, *init, cluster.url, "--replicas", "3")
+        assert made.returncode == 0, made.stderr
+        operator = load(keyring.path(OPERATOR))
+        async with await AsyncClient.connect(cluster.url, operator) as client:
+            log = await client.events.js.stream_info(STREAM)
+        reader = load(keyring.add("alice", "user"))
+        cluster.reload()
+        async with await AsyncClient.connect(cluster.url, reader) as client:
+            mirror = await client.events.js.stream_info(MIRROR)
+        assert (log.config.num_replicas, mirror.config.num_replicas) == (3, 3)
