@@ -84,6 +84,25 @@ def read_cluster(path: Path) -> list[NodeShape]:
     return shapes
 
 
+def other_log(data_dir: Path, cluster: bool) -> str | None:
+    """What to tell of a log in ``data_dir`` that the other kind of NATS kept (one server's
+    for a cluster, a cluster's for one server): the one about to start is not it, and
+    starts empty (docs/adr/0023). None if there is none."""
+    single, members = data_dir / "nats", data_dir / "nats-cluster"
+    if cluster and (single / "jetstream").exists():
+        return (
+            f"the log in {single} is one server's, not this cluster's: to carry it over, "
+            "`allot log export` it from `allot up` without --nats-cluster and "
+            "`allot log import` it here"
+        )
+    if not cluster and any(members.glob("*/jetstream")):
+        return (
+            f"the log in {members} is a NATS cluster's: `allot up --nats-cluster` runs on it; "
+            "this one server starts its own"
+        )
+    return None
+
+
 class Child:
     def __init__(self, name: str, argv: list[str], log_path: Path):
         self.name = name
@@ -238,6 +257,8 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         if self.keyring is not None:
             self.keyring.ensure_installation(node.node_id for node in self.nodes)
+        if said := other_log(self.data_dir, isinstance(self.nats, NatsCluster)):
+            log.warning("%s", said)
         if self.tls_dir is not None:
             self.nats.tls = local_ca(self.tls_dir)
         await self.nats.start()

@@ -317,3 +317,21 @@ async def test_deploy_init_makes_the_log_and_the_users_mirror_at_three_replicas(
         async with await AsyncClient.connect(cluster.url, reader) as client:
             mirror = await client.events.js.stream_info(MIRROR)
         assert (log.config.num_replicas, mirror.config.num_replicas) == (3, 3)
+
+
+async def test_a_cluster_started_again_on_its_stores_has_its_log(tmp_path: Path) -> None:
+    """`allot up --nats-cluster 3` again: new ports, the same stores and server names."""
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        events = await EventLog.connect(cluster.url, settings=R3)
+        for n in range(5):
+            await events.append(b.submitted(f"j{n}"), msg_id=f"m{n}")
+        await events.close()
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        events = await EventLog.connect(cluster.url, settings=R3)
+        try:
+            records = await events.read()
+            info = await events.js.stream_info(STREAM)
+        finally:
+            await events.close()
+    assert [r.headers["Nats-Msg-Id"] for r in records] == [f"m{n}" for n in range(5)]
+    assert info.config.num_replicas == 3
