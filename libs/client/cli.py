@@ -477,7 +477,9 @@ def duration(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--nats-url", help="NATS server (default: $ALLOT_NATS_URL, else the one `allot up` started)"
+        "--nats-url",
+        help="NATS server, or a cluster's servers comma-separated (default: $ALLOT_NATS_URL, "
+        "else the one `allot up` started)",
     )
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
