@@ -77,12 +77,15 @@ def is_principal(name: str) -> bool:
 
 class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How the log is stored. Duplicate submissions within the window are dropped by the
-    server; older retries are caught by the intake's own idempotency index."""
+    server; older retries are caught by the intake's own idempotency index. ``replicas``:
+    the copies a JetStream cluster keeps (and the users' mirror of it); one server keeps
+    one. It applies where the stream is made: a log made at one replica keeps one."""
 
     name: str = STREAM
     subjects: tuple[str, ...] = (ALL_EVENTS,)
     duplicate_window_s: float = 600.0
     max_msg_size: int = MAX_EVENT_BYTES
+    replicas: int = 1
 
 
 def health(service: str) -> str:

@@ -39,7 +39,7 @@ from nats.js.errors import APIError, NotFoundError
 from allot.bus import tracing
 from allot.bus.codec import decode, encode
 from allot.bus.identity import Identity, connect_options
-from allot.bus.urls import redacted
+from allot.bus.urls import redacted, servers
 from allot.proto.events import Event, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import (
@@ -55,6 +55,10 @@ from allot.proto.subjects import (
 WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence
 RECONNECT_CHECK_S = 0.5  # how soon a follower notices that the connection came back
 STALL_CHECK_S = 5.0  # a follower hearing nothing this long checks it is not missing the end
+# How long a follower waits for an answer (its consumer made, the log's length) before it
+# asks again: a request sent while a cluster elects the stream's leader is never answered,
+# and one sent after the election should not wait out a long timeout first (docs/adr/0023).
+FOLLOWER_ASKS_S = 1.0
 DIRECT_BATCH = 256  # records per direct get
 DIRECT_BATCH_BYTES = 4 << 20  # and at most this much of them
 DIRECT_ANSWER_S = 5.0  # how long an answer to a direct get may take
@@ -130,6 +134,7 @@ class EventLog:
         self.nc = nc
         self.api = api
         self.js: JetStreamContext = nc.jetstream(prefix=api)
+        self._js_follower = nc.jetstream(prefix=api, timeout=FOLLOWER_ASKS_S)
         self.settings = settings or StreamSettings()
         self.direct = direct
         # What a follower holds delivered and not yet read, at most; past it, NATS drops
@@ -144,19 +149,21 @@ class EventLog:
         name: str = "allot",
         identity: Identity | None = None,
         tls: ssl.SSLContext | None = None,
+        settings: StreamSettings | None = None,
     ) -> "EventLog":
         """Connect as ``identity`` (None: to a server without authorization, as ``name``),
-        over ``tls`` where given."""
+        over ``tls`` where given, to ``url``: one server or a cluster's comma-separated
+        list, any member of which will do (and another, when one goes)."""
         principal = identity.name if identity is not None else name
         nc = await nats.connect(
-            url,
+            servers(url),
             name=name,
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             **_quiet_callbacks(),
             **connect_options(principal, identity, tls),
         )
-        log = cls(nc)
+        log = cls(nc, settings)
         await log.ensure_stream()
         return log
 
@@ -176,6 +183,7 @@ class EventLog:
             storage=StorageType.FILE,
             duplicate_window=s.duplicate_window_s,
             max_msg_size=s.max_msg_size,
+            num_replicas=s.replicas,
         )
         await self._ensure(config)
 
@@ -188,6 +196,7 @@ class EventLog:
             mirror=StreamSource(name=self.settings.name, external=feed),
             storage=StorageType.FILE,
             max_msg_size=self.settings.max_msg_size,
+            num_replicas=self.settings.replicas,  # readers lose it no sooner than the log
             allow_direct=True,  # users read it by direct gets only
         )
         await self._ensure(mirror)
@@ -286,7 +295,8 @@ class EventLog:
         gives them away, and nats-py's ordered consumer would hand out what follows the gap
         as if nothing were missing. Where the last records were dropped, nothing follows to
         tell: a follower of the whole log that hears nothing for ``STALL_CHECK_S`` while the
-        log is longer than what it has read subscribes again too."""
+        log is longer than what it has read subscribes again too; so does one whose consumer
+        was on a cluster's member that died (docs/adr/0023)."""
         if self.direct:
             async with contextlib.aclosing(self._follow_direct(from_seq, subject)) as records:
                 async for record in records:
@@ -306,7 +316,7 @@ class EventLog:
                     except (TimeoutError, nats.errors.TimeoutError):
                         if loop.time() - heard_at >= STALL_CHECK_S:
                             heard_at = loop.time()
-                            if subject == ALL_EVENTS and await self.last_seq() >= next_seq:
+                            if subject == ALL_EVENTS and await self._holds_from(next_seq):
                                 log.warning("reading the log again from %d: nothing came "
                                             "of what it holds", next_seq)  # fmt: skip
                                 break
@@ -326,13 +336,23 @@ class EventLog:
                 with contextlib.suppress(nats.errors.Error):  # a closing connection drops it
                     await sub.unsubscribe()
 
+    async def _holds_from(self, seq: int) -> bool:
+        """Whether the log holds record ``seq``; also when it cannot say. In a cluster, that
+        is while the stream has no leader: the one that died took this follower's consumer
+        with it, and a new one can be made once another is elected."""
+        try:
+            info = await self._js_follower.stream_info(self.settings.name)
+            return int(info.state.last_seq) >= seq
+        except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            return True
+
     async def _subscribe_ordered(
         self, subject: str, start_seq: int
     ) -> JetStreamContext.PushSubscription:
         """An ordered consumer from ``start_seq``, once the server answers (it may be away)."""
         while True:
             try:
-                return await self.js.subscribe(
+                return await self._js_follower.subscribe(
                     subject,
                     stream=self.settings.name,
                     ordered_consumer=True,

@@ -21,7 +21,7 @@ from typing import Any
 import nats
 
 from allot.bus.identity import Keyring, connect_options
-from allot.bus.permissions import server_config
+from allot.bus.permissions import ROUTE_USER, Cluster, server_config
 from allot.bus.tls import ServerTls, client_context, from_environment
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,11 @@ class EmbeddedNats:
         keyring: Keyring | None = None,
         tls: ServerTls | None = None,
         websocket_port: int | None = None,
+        server_name: str | None = None,
+        cluster: Cluster | None = None,
     ):
+        """``server_name`` and ``cluster``: a member of that JetStream cluster, under that
+        name (``allot.bus.cluster``)."""
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port or free_port(host)
@@ -115,6 +119,8 @@ class EmbeddedNats:
         self.keyring = keyring
         self.tls = tls  # with it, every connection is TLS
         self.websocket_port = websocket_port  # browsers connect there, as their identity
+        self.server_name = server_name
+        self.cluster = cluster
         self._process: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -129,6 +135,12 @@ class EmbeddedNats:
             return None
         scheme = "wss" if self.tls is not None else "ws"
         return f"{scheme}://{self.host}:{self.websocket_port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The running server's process id; None while it is not running."""
+        process = self._process
+        return process.pid if process is not None and process.returncode is None else None
 
     @property
     def log_path(self) -> Path:
@@ -152,6 +164,8 @@ class EmbeddedNats:
             pid_file=str(self.pid_path),
             tls=self.tls,
             websocket_port=self.websocket_port,
+            server_name=self.server_name,
+            cluster=self.cluster,
         )
         partial = self.config_path.with_suffix(".partial")
         partial.write_text(config)
@@ -166,7 +180,10 @@ class EmbeddedNats:
         tls = ServerTls.from_config(config["tls"]) if "tls" in config else None
         host, port = config["host"], int(config["port"])
         socket = config.get("websocket", {}).get("port")
-        return cls(data_dir, host=host, port=port, keyring=keyring, tls=tls, websocket_port=socket)
+        return cls(
+            data_dir, host=host, port=port, keyring=keyring, tls=tls, websocket_port=socket,
+            server_name=config.get("server_name"), cluster=_cluster_of(config.get("cluster")),
+        )  # fmt: skip
 
     def reload(self) -> None:
         """Admit the keyring as it is now, from this or any other process: the server
@@ -279,6 +296,19 @@ class EmbeddedNats:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _cluster_of(block: dict[str, Any] | None) -> Cluster | None:
+    """The cluster a server's config joins (its ``cluster`` block), routes without their
+    credentials, as ``server_config`` takes it."""
+    if block is None:
+        return None
+    routes = tuple(
+        route.replace(f"{ROUTE_USER}:{block['authorization']['password']}@", "")
+        for route in block["routes"]
+    )
+    secret = block["authorization"]["password"]
+    return Cluster(name=block["name"], port=int(block["port"]), routes=routes, secret=secret)
 
 
 async def _quiet(error: Exception) -> None:

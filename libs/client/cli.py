@@ -373,19 +373,23 @@ async def cmd_users_add(args: argparse.Namespace) -> int:
     if args.identities is not None:
         return _add_to_installation(args)
     try:
-        data_dir = Path(json.loads(current_file().read_text())["data_dir"])
+        current = json.loads(current_file().read_text())
+        data_dir = Path(current["data_dir"])
+        # Each server of its NATS cluster, or its one server (as an older `allot up` said).
+        where = current.get("nats_data_dirs") or [str(data_dir / "nats")]
     except (OSError, ValueError, KeyError, TypeError):
         print("allot: no `allot up` runs here (users are added on its machine)", file=sys.stderr)
         return 2
+    keyring = Keyring(data_dir / "identities")
     try:
-        server = EmbeddedNats.running_in(data_dir / "nats", Keyring(data_dir / "identities"))
-    except (OSError, ValueError, KeyError):
+        servers = [EmbeddedNats.running_in(Path(server), keyring) for server in where]
+    except (OSError, ValueError, KeyError, TypeError):
         print("allot: this `allot up` runs --insecure: it has no identities", file=sys.stderr)
         return 2
-    assert server.keyring is not None
     try:
-        path = server.keyring.add(args.name, "operator" if args.admin else "user")
-        server.reload()
+        path = keyring.add(args.name, "operator" if args.admin else "user")
+        for server in servers:
+            server.reload()
     except (IdentityError, OSError, ValueError) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -473,7 +477,9 @@ def duration(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--nats-url", help="NATS server (default: $ALLOT_NATS_URL, else the one `allot up` started)"
+        "--nats-url",
+        help="NATS server, or a cluster's servers comma-separated (default: $ALLOT_NATS_URL, "
+        "else the one `allot up` started)",
     )
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -507,9 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=9464,
         help="serve Prometheus metrics on 127.0.0.1:PORT (default 9464; 0: a free port)",
     )  # fmt: skip
-    from allot.client.up import dashboard_option  # up imports this module: not at its top
+    # up imports this module: not at its top
+    from allot.client.up import dashboard_option, nats_cluster_option
 
     dashboard_option(up)
+    nats_cluster_option(up)
     up.add_argument(
         "--node-timeout", type=float, default=10.0, help="seconds of silence before a node is lost"
     )

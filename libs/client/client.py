@@ -28,7 +28,7 @@ from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
-from allot.bus.urls import redacted
+from allot.bus.urls import redacted, servers
 from allot.core import JobRecord, State, apply_record, refold
 from allot.core.ranks import Process, process_of_worker
 from allot.proto.commands import (
@@ -145,7 +145,7 @@ class AsyncClient:
 
         connecting = asyncio.ensure_future(
             nats.connect(
-                url,
+                servers(url),
                 name="allot-client",
                 max_reconnect_attempts=3,
                 error_cb=on_error,
@@ -326,22 +326,29 @@ class AsyncClient:
         limit = self.events.nc.max_payload
         if len(payload) > limit:  # nats-py would say only "maximum payload exceeded"
             raise PayloadTooLarge(name, len(payload), limit)
-        for attempt in range(attempts):
+        # A log that cannot store for now is asked again for as long as the attempts could
+        # have waited on a silent service: a cluster electing the log's leader answers
+        # "retry" at once, for up to ten seconds (docs/adr/0023).
+        patience = asyncio.get_running_loop().time() + attempts * timeout
+        attempt = 0
+        while True:
             try:
                 msg = await self._request_once(subject, payload, timeout)
             except (NoRespondersError, NatsTimeout) as error:
-                if attempt == attempts - 1:
+                if attempt >= attempts - 1:
                     waited = None if isinstance(error, NoRespondersError) else timeout
                     raise NoAnswer(_SERVICE_OF[name], subject, waited) from None
                 await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
+                attempt += 1
                 continue
             reply: R = msgspec.json.decode(msg.data, type=reply_type)
             errors = getattr(reply, "errors", [])
-            if errors and _retryable(errors) and attempt < attempts - 1:
+            waiting = attempt < attempts - 1 or asyncio.get_running_loop().time() < patience
+            if errors and _retryable(errors) and attempts > 1 and waiting:
                 await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
+                attempt += 1
                 continue
             return reply
-        raise AssertionError("unreachable")
 
     async def _request_once(self, subject: str, payload: bytes, timeout: float) -> Msg:
         """One request, or the server's refusal to let this identity send it (it says so

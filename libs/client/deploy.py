@@ -13,30 +13,37 @@ import ssl
 import sys
 from pathlib import Path
 
+from allot.bus.eventlog import EventLog
 from allot.bus.identity import MIRROR_MAKER, OPERATOR, SERVICES, IdentityError, Keyring, load
 from allot.bus.permissions import Cluster, server_config
 from allot.bus.tls import ServerTls, TlsError, from_environment
 from allot.bus.urls import redacted
 from allot.client.client import AsyncClient
-from allot.proto.subjects import is_id
+from allot.proto.subjects import StreamSettings, is_id
 
 
-async def prepare_log(url: str, keyring: Keyring | None, tls: ssl.SSLContext | None) -> None:
+async def prepare_log(
+    url: str, keyring: Keyring | None, tls: ssl.SSLContext | None, replicas: int = 1
+) -> None:
     """Create the log's stream and, with identities, the users' mirror of it, where they
-    are missing: as the operator, and as the one identity that may make the mirror."""
+    are missing, each kept in ``replicas`` copies (a JetStream cluster's): as the operator,
+    and as the one identity that may make the mirror."""
+    settings = StreamSettings(replicas=replicas)
     operator = load(keyring.path(OPERATOR)) if keyring is not None else None
     async with await AsyncClient.connect(url, operator, tls) as client:
-        await client.events.ensure_stream()
+        await EventLog(client.events.nc, settings).ensure_stream()
     if keyring is not None:
         mirror = load(keyring.path(MIRROR_MAKER))
         async with await AsyncClient.connect(url, mirror, tls) as maker:
-            await maker.events.ensure_mirror()
+            await EventLog(maker.events.nc, settings).ensure_mirror()
 
 
 async def cmd_deploy_init(args: argparse.Namespace) -> int:
     """Create the log's stream and the users' mirror on a server that runs the config."""
     try:
-        await prepare_log(args.nats_url, Keyring(args.identities), from_environment())
+        await prepare_log(
+            args.nats_url, Keyring(args.identities), from_environment(), args.replicas
+        )
     except (IdentityError, TlsError) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -114,6 +121,14 @@ def node_ids(text: str | None) -> list[str] | str:
     return nodes
 
 
+def replica_count(given: str) -> int:
+    """JetStream keeps a stream in 1 to 5 copies; an even count survives no more losses
+    than the odd one below it, and costs a copy more."""
+    if given not in ("1", "3", "5"):
+        raise argparse.ArgumentTypeError(f"{given!r}: 1, 3 or 5 copies of the log")
+    return int(given)
+
+
 def route_secret(identities: Path) -> str:
     """The secret the servers of the cluster present to each other as routes: made once,
     kept with the identities (run the command for each server with the same folder)."""
@@ -147,8 +162,14 @@ def add_parser(
     init.add_argument(
         "--nats-url",
         default=os.environ.get("ALLOT_NATS_URL", "nats://127.0.0.1:4222"),
-        help="the server (default: $ALLOT_NATS_URL or nats://127.0.0.1:4222)",
+        help="the server, or a cluster's servers comma-separated (default: $ALLOT_NATS_URL "
+        "or nats://127.0.0.1:4222)",
     )
+    init.add_argument(
+        "--replicas", type=replica_count, default=1,
+        help="copies of the log (and of the users' mirror) a JetStream cluster keeps: 1, 3 "
+        "or 5 (default 1; a cluster of three servers or more: 3)",
+    )  # fmt: skip
     config = sub.add_parser(
         "nats-config",
         help="make the identities and print the NATS server config of an installation",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from allot.bus.cluster import LOG_REPLICAS, NatsCluster
 from allot.bus.identity import OPERATOR, Identity, Keyring, load
 from allot.bus.local_ca import local_ca
 from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent, free_port
@@ -83,6 +84,25 @@ def read_cluster(path: Path) -> list[NodeShape]:
     return shapes
 
 
+def other_log(data_dir: Path, cluster: bool) -> str | None:
+    """What to tell of a log in ``data_dir`` that the other kind of NATS kept (one server's
+    for a cluster, a cluster's for one server): the one about to start is not it, and
+    starts empty (docs/adr/0023). None if there is none."""
+    single, members = data_dir / "nats", data_dir / "nats-cluster"
+    if cluster and (single / "jetstream").exists():
+        return (
+            f"the log in {single} is one server's, not this cluster's: to carry it over, "
+            "`allot log export` it from `allot up` without --nats-cluster and "
+            "`allot log import` it here"
+        )
+    if not cluster and any(members.glob("*/jetstream")):
+        return (
+            f"the log in {members} is a NATS cluster's: `allot up --nats-cluster` runs on it; "
+            "this one server starts its own"
+        )
+    return None
+
+
 class Child:
     def __init__(self, name: str, argv: list[str], log_path: Path):
         self.name = name
@@ -121,10 +141,12 @@ class Stack:
         view_refresh_s: float = 1.0,
         planner_args: tuple[str, ...] = (),
         websocket: bool = False,
+        nats_cluster: int | None = None,
     ):
         """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not.
         ``dashboard_port``: the view service serves the dashboard there, on 127.0.0.1 (0: on
-        a free port); None: not."""
+        a free port); None: not. ``nats_cluster``: a JetStream cluster of that many
+        servers, the log kept in three copies (docs/adr/0023); None: one server."""
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
         self.node_timeout_s = node_timeout_s
@@ -136,12 +158,23 @@ class Stack:
         # Secure: every process connects as an identity of its own, with only the rights its
         # work needs (docs/adr/0015); else anyone may connect and do anything.
         self.keyring = Keyring(self.data_dir / "identities") if secure else None
-        self.nats = EmbeddedNats(
-            self.data_dir / "nats",
-            restart=self.backoff if restart else None,
-            keyring=self.keyring,
-            # Browsers connect there as their users, for the dashboard's actions.
-            websocket_port=free_port() if websocket else None,
+        # Browsers connect there as their users, for the dashboard's actions.
+        websocket_port = free_port() if websocket else None
+        self.nats: EmbeddedNats | NatsCluster = (
+            NatsCluster(
+                self.data_dir / "nats-cluster",
+                nats_cluster,
+                restart=self.backoff if restart else None,
+                keyring=self.keyring,
+                websocket_port=websocket_port,
+            )
+            if nats_cluster is not None
+            else EmbeddedNats(
+                self.data_dir / "nats",
+                restart=self.backoff if restart else None,
+                keyring=self.keyring,
+                websocket_port=websocket_port,
+            )
         )
         # With TLS, the server's certificate is signed by a CA of this stack's own
         # (``allot.bus.local_ca``), which every client of it is given to trust.
@@ -157,6 +190,11 @@ class Stack:
     @property
     def url(self) -> str:
         return self.nats.url
+
+    @property
+    def nats_servers(self) -> list[EmbeddedNats]:
+        """Its NATS server, or each server of its NATS cluster."""
+        return self.nats.members if isinstance(self.nats, NatsCluster) else [self.nats]
 
     @property
     def operator(self) -> Path | None:
@@ -219,10 +257,13 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         if self.keyring is not None:
             self.keyring.ensure_installation(node.node_id for node in self.nodes)
+        if said := other_log(self.data_dir, isinstance(self.nats, NatsCluster)):
+            log.warning("%s", said)
         if self.tls_dir is not None:
             self.nats.tls = local_ca(self.tls_dir)
         await self.nats.start()
-        await prepare_log(self.url, self.keyring, self._tls())  # before anyone needs it
+        replicas = LOG_REPLICAS if isinstance(self.nats, NatsCluster) else 1
+        await prepare_log(self.url, self.keyring, self._tls(), replicas)  # before anyone needs it
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", self.planner_args)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.bus import tracing
+from allot.bus.cluster import LOG_REPLICAS
 from allot.client import exitcodes
 from allot.client.client import AsyncClient
 from allot.client.session import allot_home, current_file
@@ -81,6 +82,29 @@ def dashboard_option(up: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def nats_cluster_option(up: argparse.ArgumentParser) -> None:
+    """``allot up --nats-cluster N``; without it, one NATS server."""
+    up.add_argument(
+        "--nats-cluster", type=cluster_size, metavar="N",
+        help=f"run N NATS servers (3 or more) as one JetStream cluster on 127.0.0.1, the log "
+        f"kept in {LOG_REPLICAS} copies (R{LOG_REPLICAS}): losing one server loses nothing, "
+        "and every service finds the others (default: one server)",
+    )  # fmt: skip
+
+
+def cluster_size(given: str) -> int:
+    try:
+        size = int(given)
+    except ValueError:
+        size = 0
+    if size < LOG_REPLICAS:
+        raise argparse.ArgumentTypeError(
+            f"{given!r}: a cluster of {LOG_REPLICAS} or more servers, to hold the log's "
+            f"{LOG_REPLICAS} copies"
+        )
+    return size
+
+
 async def up(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s up %(levelname)s %(message)s")
     try:
@@ -117,7 +141,7 @@ async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
     stack = Stack(
         data_dir, nodes, node_timeout_s=args.node_timeout, secure=not args.insecure,
         tls=args.tls, metrics_port=args.metrics_port,
-        dashboard_port=args.dashboard_port,
+        dashboard_port=args.dashboard_port, nats_cluster=args.nats_cluster,
         # Signed-in users act from the dashboard as themselves: only with identities.
         websocket=args.dashboard_port is not None and not args.insecure,
     )  # fmt: skip
@@ -131,6 +155,7 @@ async def run(args: argparse.Namespace, nodes: list[NodeShape], data_dir: Path,
     try:
         where = {
             "nats_url": stack.url,
+            "nats_data_dirs": [str(server.data_dir) for server in stack.nats_servers],
             "data_dir": str(stack.data_dir),
             "pid": os.getpid(),
             "identity": str(stack.operator) if stack.operator else None,
