@@ -23,6 +23,7 @@ from allot.bus.tracing import JobTraces
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Event, JobEvent, JobSpec, Meta
+from allot.services.snapshots import start_from_snapshot
 
 log = logging.getLogger("allot")
 
@@ -34,6 +35,7 @@ async def follow_state(
     tick_s: float | None = None,
     note: Callable[[Record], None] | None = None,
     fold_record: Callable[[State, Record], None] | None = None,
+    snapshot: bool = False,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -43,10 +45,21 @@ async def follow_state(
     (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
     slow to take an event) is logged; the decision is made again on the next event or tick,
     from the log as it then is. ``note`` is given each record once it is folded;
-    ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``)."""
+    ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``). With
+    ``snapshot``, a ``state`` with nothing folded yet starts from the stored snapshot, if
+    one can be trusted (``allot.services.snapshots``), and only the log after it is folded."""
     one_at_a_time = asyncio.Lock()
+    began, first = time.monotonic(), True
+    if snapshot and state.seq == 0:
+        await start_from_snapshot(events, state, code_version())
+    started_at = state.seq
 
     async def caught_up() -> None:
+        nonlocal first
+        if first:  # what a restart costs, and what to measure it by
+            first = False
+            log.info("caught up at sequence %d, %.2f s after starting, from sequence %d",
+                     state.seq, time.monotonic() - began, started_at + 1)  # fmt: skip
         async with one_at_a_time:
             try:
                 await on_caught_up()
