@@ -26,6 +26,7 @@ from allot.proto.events import Event, JobEvent, JobSpec, Meta
 from allot.services.snapshots import start_from_snapshot
 
 log = logging.getLogger("allot")
+STARTED = time.monotonic()  # about when this process started: what a restart costs is since
 
 
 async def follow_state(
@@ -49,7 +50,7 @@ async def follow_state(
     ``snapshot``, a ``state`` with nothing folded yet starts from the stored snapshot, if
     one can be trusted (``allot.services.snapshots``), and only the log after it is folded."""
     one_at_a_time = asyncio.Lock()
-    began, first = time.monotonic(), True
+    first = True
     if snapshot and state.seq == 0:
         await start_from_snapshot(events, state, code_version())
     started_at = state.seq
@@ -59,7 +60,7 @@ async def follow_state(
         if first:  # what a restart costs, and what to measure it by
             first = False
             log.info("caught up at sequence %d, %.2f s after starting, from sequence %d",
-                     state.seq, time.monotonic() - began, started_at + 1)  # fmt: skip
+                     state.seq, time.monotonic() - STARTED, started_at + 1)  # fmt: skip
         async with one_at_a_time:
             try:
                 await on_caught_up()

@@ -447,6 +447,12 @@ async def cmd_bench_replay(args: argparse.Namespace) -> int:
     return bench_replay(args)
 
 
+async def cmd_bench_snapshot(args: argparse.Namespace) -> int:
+    from allot.client.bench_snapshot import bench_snapshot
+
+    return await bench_snapshot(args)
+
+
 async def cmd_bench_view(args: argparse.Namespace) -> int:
     from allot.client.bench_view import bench_view
 
@@ -863,6 +869,14 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--repeat", type=int, default=50, help="queries of each kind per size")
     view.add_argument("--processes", type=int, default=5, help="whole `allot` runs of each")
     view.add_argument("--no-before", action="store_true", help="skip timing the fold in the client")
+
+    snapshot = add_bench(
+        "snapshot",
+        cmd_bench_snapshot,
+        "a planner restart on a long log, with and without a snapshot",
+    )
+    snapshot.add_argument("--events", type=int, default=1_000_000)
+    snapshot.add_argument("--seed", type=int, default=1)
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")
