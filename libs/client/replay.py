@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
+from allot.bus.snapshots import SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
 from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
@@ -40,8 +42,11 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None)
+            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None, [])
+        snapshots: list[tuple[str, bytes]] = []
         async with await connect(args) as client:
+            if args.verify:
+                snapshots = await _stored_snapshots(client.events)
             with progress.shown("reading the log", await client.events.last_seq()) as report:
                 records = []
                 async for record in all_records(client.events):
@@ -52,10 +57,22 @@ async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
         def every(prefix: str = "") -> Iterator[Record]:
             return (r for r in records if r.subject.startswith(prefix))
 
-        return _replay(args, every, len(records))
+        return _replay(args, every, len(records), snapshots)
     except LogFileError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
+
+
+async def _stored_snapshots(events: EventLog) -> list[tuple[str, bytes]]:
+    """The snapshots a service would start from, to be checked against the log; one that
+    cannot be read whole is reported (and no service starts from it)."""
+    name = f"{SNAPSHOT_BUCKET}/{SNAPSHOT_OBJECT}"
+    try:
+        data = await read_snapshot(events.js)
+    except SnapshotUnreadable as why:
+        print(f"warning: snapshot {name} cannot be read: {why}", file=sys.stderr)
+        return []
+    return [] if data is None else [(name, data)]
 
 
 class _Watched:
@@ -96,10 +113,13 @@ def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> 
     return None
 
 
-def _replay(args: argparse.Namespace, records: Any, total: int | None) -> int:
-    """``total``: how many records there are, where known (for the progress bar)."""
+def _replay(
+    args: argparse.Namespace, records: Any, total: int | None, snapshots: list[tuple[str, bytes]]
+) -> int:
+    """``total``: how many records there are, where known (for the progress bar);
+    ``snapshots``: (name, bytes) of those to check with ``--verify``."""
     if args.verify:
-        return _verify(args, records, total)
+        return _verify(args, records, total, snapshots)
     seq, at = _moment(args.at)
     watched = _Watched(records())
     state, last = state_at(watched, seq=seq, at=at, reread=records)
@@ -155,10 +175,14 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
     return None, int(moment.timestamp() * 1e9)
 
 
-def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
+def _verify(
+    args: argparse.Namespace, records: Any, total: int | None, snapshots: list[tuple[str, bytes]]
+) -> int:
     with progress.shown("verifying: events folded", total) as report:
         plans = records(PLAN_EVENTS[:-1])
-        result = verify(plans, records(), code_version(), reread=records, progress=report)
+        result = verify(
+            plans, records(), code_version(), reread=records, progress=report, snapshots=snapshots
+        )
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -171,7 +195,8 @@ def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
             for line in divergence.diff:
                 print(f"  {line}")
         verdict = f"{len(result.divergences)} diverge" if result.divergences else "all match"
-        print(f"{result.events} events folded, {result.plans} plans recomputed: {verdict}")
+        checked = f", {result.snapshots} snapshot(s) checked" if snapshots else ""
+        print(f"{result.events} events folded, {result.plans} plans recomputed{checked}: {verdict}")
     return 1 if result.divergences else 0
 
 

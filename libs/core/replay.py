@@ -9,6 +9,11 @@ basis is), so it reads the log twice: the plan subject first, then everything.
 Verification stops at the first divergence: every later plan was made on a state that
 decision shaped, so later differences would only echo it.
 
+Given snapshots of the state (``allot.core.snapshot``), it also checks that each one is the
+fold of the log up to its sequence: a service would start from it, so a snapshot that is
+not is a divergence, named with its sequence. One written by other code is not trusted by
+any service; it is reported, not checked.
+
 ``state_at`` folds up to a sequence or a moment: the cluster as it was then.
 
 Both fold a quarantine as the services do: at ``EventQuarantined`` the log up to it is folded
@@ -23,6 +28,7 @@ import msgspec
 from allot.core.fold import LogRecord, apply_record, refold
 from allot.core.model import State
 from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
+from allot.core.snapshot import SnapshotError, differences, encode_state, read_header
 from allot.proto.events import PlanComputed, PolicyAdopted
 from allot.proto.limits import MAX_EVENT_BYTES, check_json
 
@@ -40,6 +46,7 @@ class Verification(msgspec.Struct, kw_only=True):
     plans: int = 0  # plans recomputed and compared
     divergences: list[Divergence] = []
     warnings: list[str] = []
+    snapshots: int = 0  # snapshots checked against the fold
 
 
 Reread = Callable[[], Iterable[LogRecord]]
@@ -51,11 +58,13 @@ def verify(
     code_version: str,
     reread: Reread | None = None,
     progress: Callable[[int, int | None], None] | None = None,
+    snapshots: Iterable[tuple[str, bytes]] = (),
 ) -> Verification:
     """Recompute and compare every plan. ``plan_records``: the records of the plan subject
     (or any superset); ``records``: the whole log, in order. ``progress(events, None)`` is
-    told after each event folded."""
+    told after each event folded. ``snapshots``: (name, bytes) of each to check."""
     result = Verification()
+    checks = _snapshot_checks(snapshots, code_version, result)
     policies: dict[str, Policy] = {policy_hash(DEFAULT_POLICY): DEFAULT_POLICY}
     by_basis: dict[int, list[tuple[int, PlanComputed]]] = {}
     versions: set[str] = set()
@@ -88,6 +97,9 @@ def verify(
             expected[seq] = (recorded, plan(state, recorded.now, policy, memo))
 
     recompute(0)
+    if (divergence := _check_snapshots(checks, state, result)) is not None:
+        result.divergences.append(divergence)
+        return result
     for record in records:
         divergence = None
         if record.seq in expected:
@@ -109,8 +121,15 @@ def verify(
             state, memo = refold(state, (reread or (lambda: records))()), PlanMemo()
         result.events += 1
         recompute(record.seq)
+        if (divergence := _check_snapshots(checks, state, result)) is not None:
+            result.divergences.append(divergence)
+            return result
         if progress is not None:
             progress(result.events, None)
+    for seq, unreached in sorted(checks.items()):
+        for name, _ in unreached:
+            diff = [f"snapshot {name} at sequence {seq}: the log ends before it"]
+            result.divergences.append(Divergence(seq=seq, jobs=[], diff=diff))
     for basis, stranded in sorted(by_basis.items()):
         for seq, _ in stranded:
             result.divergences.append(
@@ -120,6 +139,43 @@ def verify(
 
 
 _PLAN = str(PlanComputed.__struct_config__.tag)
+
+
+def _snapshot_checks(
+    snapshots: Iterable[tuple[str, bytes]], code_version: str, result: Verification
+) -> dict[int, list[tuple[str, bytes]]]:
+    """Sequence -> the (name, state bytes) of the snapshots to check there."""
+    checks: dict[int, list[tuple[str, bytes]]] = {}
+    for name, data in snapshots:
+        try:
+            header = read_header(data)
+        except SnapshotError as why:
+            result.divergences.append(Divergence(seq=0, jobs=[], diff=[f"snapshot {name}: {why}"]))
+            continue
+        if header.code_version != code_version:
+            result.warnings.append(
+                f"snapshot {name} at sequence {header.seq} was written by code version "
+                f"{header.code_version}; this is {code_version}: no service starts from it"
+            )
+            continue
+        checks.setdefault(header.seq, []).append((name, bytes(header.state)))
+    return checks
+
+
+def _check_snapshots(
+    checks: dict[int, list[tuple[str, bytes]]], state: State, result: Verification
+) -> Divergence | None:
+    """A divergence if a snapshot at ``state.seq`` is not ``state``; each one checked is
+    counted, and checked once."""
+    due = checks.pop(state.seq, [])
+    folded = encode_state(state) if due else b""
+    for name, stored in due:
+        if stored != folded:
+            fields = ", ".join(differences(stored, folded))
+            why = f"snapshot {name} at sequence {state.seq} is not the fold of the log up to it"
+            return Divergence(seq=state.seq, jobs=[], diff=[f"{why} (it differs in: {fields})"])
+        result.snapshots += 1
+    return None
 
 
 def _basis(record: LogRecord) -> str:

@@ -85,6 +85,17 @@ class SnapshotError(ValueError):
 def encode_snapshot(state: State, code_version: str) -> bytes:
     """``state`` as a snapshot written by ``code_version``. A state waiting for a refold
     is not yet what its sequence says, so it has none."""
+    snapshot = Snapshot(
+        format=FORMAT,
+        seq=state.seq,
+        code_version=code_version,
+        state=msgspec.Raw(encode_state(state)),
+    )
+    return _encoder.encode(snapshot)
+
+
+def encode_state(state: State) -> bytes:
+    """The state part of a snapshot of ``state``: equal bytes, equal states."""
     if state.refold_due:
         raise SnapshotError(f"the state at sequence {state.seq} waits for a refold")
     image = StateImage(
@@ -117,13 +128,7 @@ def encode_snapshot(state: State, code_version: str) -> bytes:
         quarantined=state.quarantined,
         refolds=state.refolds,
     )
-    snapshot = Snapshot(
-        format=FORMAT,
-        seq=state.seq,
-        code_version=code_version,
-        state=msgspec.Raw(_encoder.encode(image)),
-    )
-    return _encoder.encode(snapshot)
+    return _encoder.encode(image)
 
 
 def read_header(data: bytes) -> Snapshot:
@@ -151,6 +156,17 @@ def decode_snapshot(data: bytes, code_version: str) -> State:
     if image.seq != snapshot.seq:
         raise SnapshotError(f"its state is at sequence {image.seq}, not {snapshot.seq}")
     return _state(image)
+
+
+def differences(stored: bytes, folded: bytes) -> list[str]:
+    """The fields in which two states (``encode_state``) differ; every field when the
+    stored one does not decode."""
+    try:
+        was = _image_decoder.decode(stored)
+    except msgspec.DecodeError:
+        return list(StateImage.__struct_fields__)
+    now = _image_decoder.decode(folded)
+    return [f for f in StateImage.__struct_fields__ if getattr(was, f) != getattr(now, f)]
 
 
 def _state(image: StateImage) -> State:

@@ -5,6 +5,8 @@ the whole log holds."""
 import asyncio
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nats
@@ -170,3 +172,37 @@ def _folded(records: list) -> bytes:  # type: ignore[type-arg]
 
 def _image(state: State) -> bytes:
     return bytes(read_header(encode_snapshot(state, "any")).state)
+
+
+async def test_replay_verify_checks_the_stored_snapshot(
+    tmp_path: Path, nats_server: EmbeddedNats, event_log: EventLog
+) -> None:
+    history = tmp_path / "history.jsonl"
+    write_history(history, 1500, seed=3)
+    await import_log(history, event_log)
+    state = State()
+    for record in await event_log.read(1, 1200):
+        apply_record(state, record)
+    await write_snapshot(event_log.js, encode_snapshot(state, code_version()), "good")
+    good = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert good.returncode == 0, good.stderr
+    assert "1 snapshot(s) checked: all match" in good.stdout
+
+    state.usage.clear()  # charges no snapshot of this log forgets
+    await write_snapshot(event_log.js, encode_snapshot(state, code_version()), "forged")
+    forged = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert forged.returncode == 1
+    assert (
+        "snapshot ALLOT_SNAPSHOTS/state at sequence 1200 is not the fold of the log up to it "
+        "(it differs in: usage)"
+    ) in forged.stdout
+
+
+async def _allot(*args: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "allot.client.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -14,7 +14,8 @@ from allot.bus.codec import encode
 from allot.bus.eventlog import Record
 from allot.client.bench_replay import write_history
 from allot.client.logfile import read_log
-from allot.core import DEFAULT_POLICY, PlanMemo, State, apply_record, plan, policy_hash
+from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply_record, plan, policy_hash
+from allot.core.replay import Verification, verify
 from allot.core.snapshot import (
     FORMAT,
     Snapshot,
@@ -25,6 +26,7 @@ from allot.core.snapshot import (
     read_header,
 )
 from allot.proto.events import Meta
+from allot.proto.subjects import PLAN_EVENTS
 from tests.unit.test_read_model_fuzz import PHASES, LogMaker, fold_all
 
 VERSION = "1.0+abc"
@@ -171,3 +173,54 @@ def _image_bytes(state: State) -> bytes:
 def _wrapped(image: bytes, seq: int = 0) -> bytes:
     snapshot = Snapshot(format=FORMAT, seq=seq, code_version=VERSION, state=msgspec.Raw(image))
     return msgspec.msgpack.encode(snapshot)
+
+
+def verified_with(records: list[Record], *snapshots: tuple[str, bytes]) -> Verification:
+    plans = [r for r in records if r.subject.startswith(PLAN_EVENTS[:-1])]
+    return verify(plans, records, VERSION, snapshots=list(snapshots))
+
+
+def test_replay_checks_a_snapshot_that_is_the_fold_of_its_prefix(tmp_path: Path) -> None:
+    records = history(tmp_path, 1000)
+    at_400 = encode_snapshot(fold_all(records[:400]), VERSION)
+    at_end = encode_snapshot(fold_all(records), VERSION)
+    result = verified_with(records, ("s400", at_400), ("end", at_end))
+    assert result.divergences == []
+    assert result.snapshots == 2
+
+
+def test_replay_names_a_snapshot_that_is_not_the_fold_of_its_prefix(tmp_path: Path) -> None:
+    records = history(tmp_path, 1000)
+    forged = fold_all(records[:400])
+    job = next(iter(forged.jobs.values()))
+    job.status = JobStatus.CANCELLED  # what no event said
+    result = verified_with(records, ("ALLOT_SNAPSHOTS/state", encode_snapshot(forged, VERSION)))
+    [divergence] = result.divergences
+    assert divergence.seq == 400
+    assert divergence.diff == [
+        "snapshot ALLOT_SNAPSHOTS/state at sequence 400 is not the fold of the log up to it "
+        "(it differs in: jobs)"
+    ]
+    assert result.events == 400  # it stops there, as at a diverging plan
+
+
+def test_replay_reports_snapshots_it_cannot_check(tmp_path: Path) -> None:
+    records = history(tmp_path, 300)
+    past_the_end = State()
+    past_the_end.seq = 5000
+    other_code = encode_snapshot(fold_all(records[:100]), "0.0.1+other")
+    result = verified_with(
+        records,
+        ("late", encode_snapshot(past_the_end, VERSION)),
+        ("old", other_code),
+        ("junk", b"\x00junk"),
+    )
+    assert [d.diff[0] for d in result.divergences] == [
+        "snapshot junk: not a snapshot: Expected `object`, got `int`",
+        "snapshot late at sequence 5000: the log ends before it",
+    ]
+    assert (
+        "snapshot old at sequence 100 was written by code version 0.0.1+other; this is "
+        f"{VERSION}: no service starts from it"
+    ) in result.warnings
+    assert result.snapshots == 0
