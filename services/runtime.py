@@ -23,7 +23,7 @@ from allot.bus.tracing import JobTraces
 from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Event, JobEvent, JobSpec, Meta
-from allot.services.snapshots import start_from_snapshot
+from allot.services.snapshots import archived_base, cover_archived, start_from_snapshot
 
 log = logging.getLogger("allot")
 STARTED = time.monotonic()  # about when this process started: what a restart costs is since
@@ -53,6 +53,7 @@ async def follow_state(
     first = True
     if snapshot and state.seq == 0:
         await start_from_snapshot(events, state, code_version())
+    await cover_archived(events, state, code_version())
     started_at = state.seq
 
     async def caught_up() -> None:
@@ -148,7 +149,9 @@ async def _refold(events: EventLog, state: State) -> None:
     """A quarantine was folded: fold the log up to it again without the quarantined
     events (``allot.core.refold``), and let every view of the old state go."""
     log.warning("sequence %d quarantines %s: folding the log again", state.seq, state.quarantined)
-    state.become(refold(state, await events.read(1, state.seq)))
+    base = await archived_base(events, code_version())
+    records = await events.read(1 if base is None else base.seq + 1, state.seq)
+    state.become(refold(state, records, base))
     log.info("folded again up to sequence %d", state.seq)
 
 

@@ -17,18 +17,18 @@ from collections.abc import Iterator
 import nats
 
 from allot.bus.eventlog import EventLog
-from allot.bus.snapshots import SnapshotUnreadable, read_snapshot, write_snapshot
+from allot.bus.snapshots import BASE, OBJECT, SnapshotUnreadable, read_snapshot, write_snapshot
 from allot.core import State
 from allot.core.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 
 log = logging.getLogger("allot")
 
 
-async def load_snapshot(events: EventLog, code_version: str) -> State | None:
-    """The state the stored snapshot holds, if it can be trusted; None (and one line
-    saying why, where there was one) to fold from the start."""
+async def load_snapshot(events: EventLog, code_version: str, name: str = OBJECT) -> State | None:
+    """The state the stored snapshot ``name`` holds, if it can be trusted; None (and one
+    line saying why, where there was one) to fold from the start."""
     try:
-        data = await read_snapshot(events.js)
+        data = await read_snapshot(events.js, name)
         if data is None:
             log.info("no snapshot stored: folding the log from sequence 1")
             return None
@@ -53,6 +53,40 @@ async def start_from_snapshot(events: EventLog, state: State, code_version: str)
         return False
     state.become(restored)
     return True
+
+
+class ArchivedLog(Exception):
+    """The log's start was archived and no trusted snapshot holds the state it leaves."""
+
+
+async def archived_base(events: EventLog, code_version: str) -> State | None:
+    """Where the start of the log was archived, the state the rest of it begins from
+    (``allot log archive``); None where nothing was. ``ArchivedLog`` when there is no
+    trusted one: folding what is left from nothing would be another state."""
+    first = await events.first_seq()
+    if first <= 1:
+        return None
+    base = await load_snapshot(events, code_version, BASE)
+    if base is None or base.seq + 1 < first:
+        at = "none" if base is None else f"one at sequence {base.seq}"
+        raise ArchivedLog(
+            f"the log before sequence {first} was archived, and no snapshot of this code "
+            f"holds the state there ({at}): fold the archive again (docs/adr/0024)"
+        )
+    return base
+
+
+async def cover_archived(events: EventLog, state: State, code_version: str) -> None:
+    """A ``state`` that does not reach the start of what the log still holds starts from
+    the archive's base instead; the service stops, saying why, if there is none."""
+    try:
+        if state.seq + 1 < await events.first_seq():
+            base = await archived_base(events, code_version)
+            assert base is not None
+            state.become(base)
+    except ArchivedLog as why:
+        log.error("cannot start: %s", why)
+        raise SystemExit(2) from None
 
 
 @contextlib.contextmanager

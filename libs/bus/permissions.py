@@ -7,9 +7,9 @@ Commands: every identity only under its own name (``allot.cmd.<name>.…``), ope
 under ``….admin.``; replies only in one's own inbox. Requests for a job's output likewise,
 under ``allot.output.<node>.<name>`` (operators also ``….admin``), taken by that node's
 agent alone. Everyone may read the log; only the
-operator and the services may create the stream, and nobody may change it or delete from it.
-The snapshots of the folded log: every identity of ``CORE`` may read them, only the planner
-write them.
+operator and the services may create the stream, nobody may change it, and only the
+operator may delete its start (``allot log archive``). The snapshots of the folded log:
+every identity of ``CORE`` may read them, only the planner (and the operator) write them.
 
 Users live in an account of their own, ``USERS``; the services, node agents and operators
 in ``CORE``, which holds the log. JetStream answers an API request on whatever reply subject
@@ -97,7 +97,8 @@ READ_SNAPSHOTS = [
 ]
 # Writing them: the bucket's stream, its chunks and meta, and purging the chunks a new
 # snapshot replaced. Only ``SNAPSHOT_WRITER`` may: every service folds the same state with
-# the same code, so one trusted writer serves them all.
+# the same code, so one trusted writer serves them all. And the operator, who archives the
+# start of the log, and stores the state the rest begins from.
 SNAPSHOT_WRITER = "planner"
 WRITE_SNAPSHOTS = [
     f"$JS.API.STREAM.CREATE.{SNAPSHOT_STREAM}",
@@ -105,6 +106,7 @@ WRITE_SNAPSHOTS = [
     f"$O.{SNAPSHOT_BUCKET}.>",
 ]
 MAKE_STREAM = [f"$JS.API.STREAM.CREATE.{STREAM}"]
+PURGE_STREAM = f"$JS.API.STREAM.PURGE.{STREAM}"
 ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readiness check
 # The events each service is the author of.
 AUTHORED = {
@@ -153,6 +155,7 @@ def permissions(identity: Identity) -> dict[str, Any]:
         # The operator is the root of the installation: it restores a log (``allot log
         # import``), quarantines events, and may write any event, as the services may not.
         publish += [command(identity.name, f"{ADMIN}>"), ALL_EVENTS, *MAKE_STREAM, ACCOUNT_INFO]
+        publish += [*WRITE_SNAPSHOTS, PURGE_STREAM]  # archives the start of the log
         publish.append(f"{OUTPUT_PREFIX}.*.{identity.name}.{OPERATOR_ASKS}")
         subscribe.append(HEARTBEATS)
     if role in AUTHORED:

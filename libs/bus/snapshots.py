@@ -1,10 +1,12 @@
 """Where snapshots of the folded state are kept: a JetStream object store next to the log.
 
 One object, ``state``, holds the latest snapshot (``allot.core.snapshot``); writing it
-again replaces it. Only the planner may write the bucket and every service may read it
-(``allot.bus.permissions``). What is read is checked as it comes: its size against the
-object's meta and ``MAX_SNAPSHOT_BYTES``, its SHA-256 against the meta's digest; nothing
-is returned half-read. The chunks are read with an ordered consumer of the bucket's stream
+again replaces it. Another, ``base``, holds the state the log now begins from, once its
+start was archived (``allot log archive``). Only the planner may write the bucket (and
+the operator, who archives) and every service may read it (``allot.bus.permissions``).
+What is read is checked as it comes: its size against the object's meta and
+``MAX_SNAPSHOT_BYTES``, its SHA-256 against the meta's digest; nothing is returned
+half-read. The chunks are read with an ordered consumer of the bucket's stream
 named outright, as the log is read: nats-py's own ``get`` looks the stream up by subject
 and copies the object once per chunk.
 """
@@ -22,6 +24,7 @@ from nats.js.object_store import ObjectStore
 SNAPSHOT_BUCKET = "ALLOT_SNAPSHOTS"
 SNAPSHOT_STREAM = f"OBJ_{SNAPSHOT_BUCKET}"  # the stream JetStream keeps the bucket in
 OBJECT = "state"  # the latest snapshot
+BASE = "base"  # the state at the sequence before the first the stream still holds
 CHUNK_BYTES = 512 << 10  # below the server's payload limit
 MAX_SNAPSHOT_BYTES = 4 << 30  # a state larger than this is no state a reader takes
 READ_TIMEOUT_S = 10.0  # the longest a chunk may take to come
@@ -31,8 +34,10 @@ class SnapshotUnreadable(Exception):
     """The stored snapshot could not be read whole; the message says why."""
 
 
-async def write_snapshot(js: JetStreamContext, data: bytes, description: str) -> None:
-    """Store ``data`` as the latest snapshot, making the bucket if there is none yet."""
+async def write_snapshot(
+    js: JetStreamContext, data: bytes, description: str, name: str = OBJECT
+) -> None:
+    """Store ``data`` as the snapshot ``name``, making the bucket if there is none yet."""
     try:
         store = await js.object_store(SNAPSHOT_BUCKET)
     except (BucketNotFoundError, NotFoundError):
@@ -41,16 +46,16 @@ async def write_snapshot(js: JetStreamContext, data: bytes, description: str) ->
             ObjectStoreConfig(description="snapshots of the folded log", storage=StorageType.FILE),
         )
     options = ObjectMetaOptions(max_chunk_size=CHUNK_BYTES)
-    meta = ObjectMeta(name=OBJECT, description=description, options=options)
-    await store.put(OBJECT, data, meta=meta)
+    meta = ObjectMeta(name=name, description=description, options=options)
+    await store.put(name, data, meta=meta)
 
 
-async def read_snapshot(js: JetStreamContext) -> bytes | None:
-    """The latest snapshot's bytes, None if none was ever written; ``SnapshotUnreadable``
+async def read_snapshot(js: JetStreamContext, name: str = OBJECT) -> bytes | None:
+    """The snapshot ``name``'s bytes, None if none was ever written; ``SnapshotUnreadable``
     if one is there and cannot be read whole."""
     store = ObjectStore(name=SNAPSHOT_BUCKET, stream=SNAPSHOT_STREAM, js=js)
     try:
-        info = await store.get_info(OBJECT)
+        info = await store.get_info(name)
     except (ObjectNotFoundError, NotFoundError):
         return None
     except nats.js.errors.Error as error:

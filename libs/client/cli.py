@@ -327,6 +327,12 @@ async def cmd_log_import(args: argparse.Namespace) -> int:
     return await replay.cmd_log_import(args, connect)
 
 
+async def cmd_log_archive(args: argparse.Namespace) -> int:
+    from allot.client import archive
+
+    return await archive.cmd_log_archive(args, connect)
+
+
 async def cmd_log_quarantine(args: argparse.Namespace) -> int:
     from allot.client import replay
 
@@ -787,6 +793,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.set_defaults(handler=cmd_log_import)
     load.add_argument("file")
+    archive = log_sub.add_parser(
+        "archive",
+        parents=[common],
+        help="write the log up to a sequence to a file, then purge it from the stream "
+        "(services start from a snapshot; an operator's command)",
+    )
+    archive.set_defaults(handler=cmd_log_archive)
+    archive.add_argument(
+        "--upto", type=int, required=True, metavar="SEQ", help="the last sequence archived"
+    )
+    archive.add_argument(
+        "--to", required=True, metavar="FILE", help="where (allot log export's format)"
+    )
     quarantine = log_sub.add_parser(
         "quarantine",
         parents=[common],

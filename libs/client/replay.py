@@ -14,17 +14,19 @@ from typing import Any
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.snapshots import BASE, SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
 from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
-from allot.bus.snapshots import SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
 from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
-from allot.core.replay import state_at, verify
+from allot.core.replay import Base, state_at, verify
+from allot.core.snapshot import SnapshotError, decode_snapshot
 from allot.proto.events import EventQuarantined
 from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
+from allot.services.snapshots import ArchivedLog
 
 
 async def all_records(events: EventLog) -> AsyncIterator[Record]:
@@ -42,9 +44,11 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None, [])
+            path = Path(args.log)
+            return _replay(args, lambda prefix="": read_log(path, prefix), None, [], None)
         snapshots: list[tuple[str, bytes]] = []
         async with await connect(args) as client:
+            base = await _archived_base(client.events)
             if args.verify:
                 snapshots = await _stored_snapshots(client.events)
             with progress.shown("reading the log", await client.events.last_seq()) as report:
@@ -57,10 +61,30 @@ async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
         def every(prefix: str = "") -> Iterator[Record]:
             return (r for r in records if r.subject.startswith(prefix))
 
-        return _replay(args, every, len(records), snapshots)
-    except LogFileError as error:
+        return _replay(args, every, len(records), snapshots, base)
+    except (LogFileError, ArchivedLog) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
+
+
+async def _archived_base(events: EventLog) -> Base | None:
+    """Where the start of the log was archived, the state the rest begins from (a fresh
+    copy each call); None where nothing was."""
+    first = await events.first_seq()
+    if first <= 1:
+        return None
+    version = code_version()
+    data = await read_snapshot(events.js, BASE)
+    try:
+        if data is None:
+            raise SnapshotError("there is none")
+        decode_snapshot(data, version)
+    except SnapshotError as why:
+        raise ArchivedLog(
+            f"the log before sequence {first} was archived, and its base snapshot "
+            f"{SNAPSHOT_BUCKET}/{BASE} cannot be used: {why}"
+        ) from None
+    return lambda: decode_snapshot(data, version)
 
 
 async def _stored_snapshots(events: EventLog) -> list[tuple[str, bytes]]:
@@ -114,15 +138,20 @@ def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> 
 
 
 def _replay(
-    args: argparse.Namespace, records: Any, total: int | None, snapshots: list[tuple[str, bytes]]
+    args: argparse.Namespace,
+    records: Any,
+    total: int | None,
+    snapshots: list[tuple[str, bytes]],
+    base: Base | None,
 ) -> int:
     """``total``: how many records there are, where known (for the progress bar);
-    ``snapshots``: (name, bytes) of those to check with ``--verify``."""
+    ``snapshots``: (name, bytes) of those to check with ``--verify``; ``base``: the state
+    an archived log begins from."""
     if args.verify:
-        return _verify(args, records, total, snapshots)
+        return _verify(args, records, total, snapshots, base)
     seq, at = _moment(args.at)
     watched = _Watched(records())
-    state, last = state_at(watched, seq=seq, at=at, reread=records)
+    state, last = state_at(watched, seq=seq, at=at, reread=records, base=base)
     if why := _outside(watched, seq, at, args.at):
         print(f"allot: {why}", file=sys.stderr)
         return 2
@@ -176,12 +205,22 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
 
 
 def _verify(
-    args: argparse.Namespace, records: Any, total: int | None, snapshots: list[tuple[str, bytes]]
+    args: argparse.Namespace,
+    records: Any,
+    total: int | None,
+    snapshots: list[tuple[str, bytes]],
+    base: Base | None,
 ) -> int:
     with progress.shown("verifying: events folded", total) as report:
         plans = records(PLAN_EVENTS[:-1])
         result = verify(
-            plans, records(), code_version(), reread=records, progress=report, snapshots=snapshots
+            plans,
+            records(),
+            code_version(),
+            reread=records,
+            progress=report,
+            snapshots=snapshots,
+            base=base,
         )
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -214,9 +253,13 @@ async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
         print(f"allot: --reason: say why, in 1 to {MAX_REASON} characters", file=sys.stderr)
         return 2
     async with await connect(args) as client:
-        last = await client.events.last_seq()
-        if not 1 <= args.seq <= last:
-            print(f"allot: SEQ={args.seq}: the log holds sequences 1 to {last}", file=sys.stderr)
+        first, last = await client.events.first_seq(), await client.events.last_seq()
+        if not first <= args.seq <= last:
+            archived = " (those before were archived)" if first > 1 else ""
+            print(
+                f"allot: SEQ={args.seq}: the log holds sequences {first} to {last}{archived}",
+                file=sys.stderr,
+            )
             return 2
         [record] = await client.events.read(args.seq, args.seq)
         event = EventQuarantined(
