@@ -48,7 +48,9 @@ async def follow_state(
     from the log as it then is. ``note`` is given each record once it is folded;
     ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``). With
     ``snapshot``, a ``state`` with nothing folded yet starts from the stored snapshot, if
-    one can be trusted (``allot.services.snapshots``), and only the log after it is folded."""
+    one can be trusted (``allot.services.snapshots``), and only the log after it is folded.
+    Where the start of the log was archived, a state that does not reach what is left
+    starts from the state the archive left, or the service stops saying why."""
     one_at_a_time = asyncio.Lock()
     first = True
     if snapshot and state.seq == 0:

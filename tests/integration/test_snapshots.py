@@ -3,6 +3,7 @@
 state a fold of the whole log holds."""
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from allot.bus import EmbeddedNats, EventLog
 from allot.bus.identity import Keyring, load
-from allot.bus.snapshots import read_snapshot, write_snapshot
+from allot.bus.snapshots import SnapshotUnreadable, read_snapshot, write_snapshot
 from allot.client.bench_replay import write_history
 from allot.client.logfile import import_log
 from allot.core import State, apply_record
@@ -210,3 +211,25 @@ async def _allot(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"size": 5 << 30}, f"{5 << 30} bytes; at most {4 << 30} are read"),
+        ({"size": 10}, "bytes came; its meta says 10"),
+        ({"digest": "SHA-256=" + "A" * 43 + "="}, "its SHA-256 is not the one its meta states"),
+        ({"digest": "MD5=abc"}, "its SHA-256 is not the one its meta states"),
+    ],
+)
+async def test_a_snapshot_whose_meta_lies_is_not_read(
+    event_log: EventLog, change: dict[str, object], why: str
+) -> None:
+    await write_snapshot(event_log.js, os.urandom(300_000), "real")
+    subject = "$O.ALLOT_SNAPSHOTS.M.c3RhdGU="  # the meta of "state"
+    meta = json.loads((await event_log.js.get_last_msg("OBJ_ALLOT_SNAPSHOTS", subject)).data)
+    await event_log.js.publish(
+        subject, json.dumps({**meta, **change}).encode(), headers={"Nats-Rollup": "sub"}
+    )
+    with pytest.raises(SnapshotUnreadable, match=why):
+        await read_snapshot(event_log.js)
