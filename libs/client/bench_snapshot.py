@@ -6,7 +6,9 @@ a NATS server of its own, and starts the planner process on it twice:
 
 - **without**: no snapshot stored; the planner folds the log from sequence 1, and once
   caught up it stores a snapshot (as it does every ``SNAPSHOT_EVERY`` events);
-- **with**: the planner started again, from that snapshot, folding only what came after.
+- **with**: the planner started again, from that snapshot, folding only what came after:
+  ``--tail`` events appended meanwhile (job submissions; 0 by default), up to what the
+  planner lets pass between two snapshots.
 
 Caught up is the planner's own line, logged once it has folded the whole log (before it
 plans). The time is from the process's start (Python's start-up and the connection
@@ -23,12 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from allot.bus.eventlog import EventLog
 from allot.bus.server import EmbeddedNats
 from allot.bus.snapshots import drop_snapshot, read_snapshot
 from allot.client.bench_replay import write_history
 from allot.client.client import AsyncClient
 from allot.client.logfile import import_log
 from allot.core.snapshot import read_header
+from allot.proto.events import JobSpec, JobSubmitted, Meta
 
 CAUGHT_UP = re.compile(
     r"caught up at sequence (\d+), ([\d.]+) s after starting, from sequence (\d+)"
@@ -39,7 +43,7 @@ WAIT_S = 3600.0  # a fold of millions of events from sequence 1 takes minutes
 
 async def bench_snapshot(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="allot-bench-snapshot-") as scratch:
-        report = await _measure(Path(scratch), args.events, args.seed)
+        report = await _measure(Path(scratch), args.events, args.seed, args.tail)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
@@ -47,7 +51,7 @@ async def bench_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _measure(scratch: Path, events: int, seed: int) -> dict[str, Any]:
+async def _measure(scratch: Path, events: int, seed: int, tail: int) -> dict[str, Any]:
     history = scratch / "history.jsonl"
     started = time.perf_counter()
     written = write_history(history, events, seed)
@@ -64,6 +68,7 @@ async def _measure(scratch: Path, events: int, seed: int) -> dict[str, Any]:
             stored = await read_snapshot(client.events.js)
             assert stored is not None
             header = read_header(stored)
+            await _submit(client.events, tail)
             with_ = await _restart(server.url, ["--snapshot-every", "0"])
             if with_["from_seq"] != header.seq + 1:
                 raise RuntimeError(f"the planner did not start from the snapshot: {with_}")
@@ -73,9 +78,18 @@ async def _measure(scratch: Path, events: int, seed: int) -> dict[str, Any]:
         "generate_s": round(generate_s, 1),
         "import_s": round(import_s, 1),
         "snapshot": {"seq": header.seq, "bytes": len(stored)},
+        "tail": tail,
         "without_snapshot": without,
         "with_snapshot": with_,
     }
+
+
+async def _submit(events: EventLog, count: int) -> None:
+    """``count`` submissions after the snapshot: the tail a restart folds."""
+    spec = JobSpec(account="p0/t0", gpus=1, command=["train"], max_runtime_ns=3600 * 10**9)
+    for n in range(count):
+        meta = Meta(id=f"tail-{n}", at=time.time_ns(), producer="bench")
+        await events.append(JobSubmitted(meta=meta, job_id=f"tail-{n}", spec=spec))
 
 
 async def _restart(url: str, options: list[str], wait_for_snapshot: bool = False) -> dict[str, Any]:
@@ -115,7 +129,7 @@ def _text(report: dict[str, Any]) -> str:
         f"planner restart on {report['events']:,} events (seed {report['seed']}; history "
         f"written in {report['generate_s']} s, imported in {report['import_s']} s); "
         f"snapshot at sequence {report['snapshot']['seq']:,}, {report['snapshot']['bytes']:,} "
-        "bytes",
+        f"bytes, then {report['tail']:,} events more",
         f"{'':18}{'caught up':>12}{'in process':>12}{'events folded':>15}",
     ]
     for name in ("without_snapshot", "with_snapshot"):

@@ -896,6 +896,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snapshot.add_argument("--events", type=int, default=1_000_000)
     snapshot.add_argument("--seed", type=int, default=1)
+    snapshot.add_argument(
+        "--tail", type=int, default=0, help="events appended after the snapshot (default 0)"
+    )
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")

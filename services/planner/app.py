@@ -39,8 +39,8 @@ from allot.services.stats import CONFLICTS, CYCLES, Counts
 log = logging.getLogger("allot.planner")
 FREEZE_EVERY = 1000  # plans
 # A snapshot every this many events folded, when caught up, at most once a minute: a
-# restart then folds at most about this many (docs/adr/0024).
-SNAPSHOT_EVERY = 100_000
+# restart then folds at most about this many, about 2 s of reading (docs/adr/0024).
+SNAPSHOT_EVERY = 10_000
 SNAPSHOT_INTERVAL_S = 60.0
 
 
