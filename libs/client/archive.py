@@ -85,6 +85,7 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
     base_data = await _base_bytes(events, first, version)
     state = base()
     at_upto: list[bytes] = []  # the state at ``upto``, as a snapshot
+    quarantined_at_upto: dict[int, str] = {}
 
     async def archived() -> AsyncGenerator[Record, None]:
         nonlocal state
@@ -98,6 +99,7 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
                     yield record
                 if record.seq == upto:
                     at_upto.append(encode_snapshot(state, version))
+                    quarantined_at_upto.update(state.quarantined)
                 if record.seq >= snapshot.seq:
                     return
 
@@ -112,6 +114,12 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
                 f"snapshot {SNAPSHOT_BUCKET}/{OBJECT} at sequence {snapshot.seq} is not the "
                 f"fold of the log up to it (it differs in: "
                 f"{', '.join(differences(stored, encode_state(state)))})"
+            )
+        late = [q for q in state.quarantined if q <= upto and q not in quarantined_at_upto]
+        if late:
+            raise ArchiveRefused(
+                f"--upto {upto}: a later quarantine names sequence {late[0]}; the state "
+                "archived would still hold it. Archive up to before it"
             )
         partial.replace(path)
     finally:

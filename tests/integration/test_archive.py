@@ -17,6 +17,7 @@ from allot.client.bench_replay import write_history
 from allot.client.logfile import import_log, read_log
 from allot.core import State, apply_record
 from allot.core.snapshot import encode_snapshot, encode_state, read_header
+from allot.proto.events import EventQuarantined, Meta
 from allot.services.preemptor.app import Preemptor
 from allot.services.runtime import code_version
 from tests.aio import background
@@ -35,7 +36,7 @@ async def history(tmp_path: Path, event_log: EventLog) -> Path:
 def fold(records: list) -> State:  # type: ignore[type-arg]
     state = State()
     for record in records:
-        apply_record(state, record)
+        apply_record(state, record, records)
     return state
 
 
@@ -78,6 +79,18 @@ async def test_nothing_is_archived_without_a_trusted_snapshot_covering_it(
     assert not to.exists()
     assert list(tmp_path.glob("*.partial")) == []
     assert await read_snapshot(event_log.js, BASE) is None
+
+
+async def test_nothing_is_archived_that_a_later_quarantine_names(
+    tmp_path: Path, event_log: EventLog, history: Path
+) -> None:
+    """The services refolded without it; a base that holds it would be another state."""
+    meta = Meta(id="q", at=1, producer="operator")
+    await event_log.append(EventQuarantined(meta=meta, seq=5, reason="bad", by="admin"))
+    await store_fold(event_log, await event_log.last_seq())
+    with pytest.raises(ArchiveRefused, match="a later quarantine names sequence 5"):
+        await archive(event_log, 1000, tmp_path / "archive.jsonl")
+    assert await event_log.first_seq() == 1
 
 
 async def test_an_archived_log_is_begun_from_the_state_it_left(
