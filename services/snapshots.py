@@ -27,22 +27,24 @@ log = logging.getLogger("allot")
 async def load_snapshot(events: EventLog, code_version: str, name: str = OBJECT) -> State | None:
     """The state the stored snapshot ``name`` holds, if it can be trusted; None (and one
     line saying why, where there was one) to fold from the start."""
+    instead = "folding the log from sequence 1" if name == OBJECT else f"no {name} snapshot"
     try:
         data = await read_snapshot(events.js, name)
         if data is None:
-            log.info("no snapshot stored: folding the log from sequence 1")
+            log.info("no snapshot stored: %s", instead)
             return None
         # Millions of objects are made at once and all live on: collecting while they are
         # made only rescans them.
         with _collector_paused():
             state = decode_snapshot(data, code_version)
     except (SnapshotUnreadable, SnapshotError) as why:
-        log.warning("snapshot not used, folding the log from sequence 1: %s", why)
+        log.warning("snapshot not used, %s: %s", instead, why)
         return None
     except (nats.errors.Error, TimeoutError) as error:
-        log.warning("snapshot not read, folding the log from sequence 1: %r", error)
+        log.warning("snapshot not read, %s: %r", instead, error)
         return None
-    log.info("starting from the snapshot at sequence %d (%d bytes)", state.seq, len(data))
+    which = "" if name == OBJECT else f"{name} "
+    log.info("starting from the %ssnapshot at sequence %d (%d bytes)", which, state.seq, len(data))
     return state
 
 
