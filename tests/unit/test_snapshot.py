@@ -11,10 +11,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from allot.bus.codec import encode
-from allot.bus.eventlog import Record
+from allot.bus.eventlog import Record, make_record
 from allot.client.bench_replay import write_history
 from allot.client.logfile import read_log
-from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply_record, plan, policy_hash
+from allot.core import (
+    DEFAULT_POLICY,
+    JobStatus,
+    PlanMemo,
+    State,
+    apply_record,
+    plan,
+    policy_hash,
+    refold,
+)
 from allot.core.replay import Verification, verify
 from allot.core.snapshot import (
     FORMAT,
@@ -23,10 +32,11 @@ from allot.core.snapshot import (
     StateImage,
     decode_snapshot,
     encode_snapshot,
+    encode_state,
     read_header,
 )
-from allot.proto.events import Meta
-from allot.proto.subjects import PLAN_EVENTS
+from allot.proto.events import EventQuarantined, Meta
+from allot.proto.subjects import PLAN_EVENTS, subject_for
 from tests.unit.test_read_model_fuzz import PHASES, LogMaker, fold_all
 
 VERSION = "1.0+abc"
@@ -224,3 +234,29 @@ def test_replay_reports_snapshots_it_cannot_check(tmp_path: Path) -> None:
         f"{VERSION}: no service starts from it"
     ) in result.warnings
     assert result.snapshots == 0
+
+
+def test_a_refold_from_the_state_an_archive_left_is_the_refold_of_the_whole_log(
+    tmp_path: Path,
+) -> None:
+    """A quarantine after the archived start: the services and replay fold the rest again
+    from the base, and get what folding everything again would."""
+    records = history(tmp_path, 600)
+    target = next(r for r in records[400:] if r.type == "JobSubmitted")
+    quarantine = EventQuarantined(
+        meta=Meta(id="q", at=1, producer="operator"), seq=target.seq, reason="bad", by="admin"
+    )
+    records.append(make_record(len(records) + 1, subject_for(quarantine), encode(quarantine), {}))
+    whole = fold_all(records)
+    assert whole.refolds == 1
+    assert target.seq in whole.quarantined
+
+    def base() -> State:
+        return decode_snapshot(encode_snapshot(fold_all(records[:300]), VERSION), VERSION)
+
+    state = base()
+    for record in records[300:]:
+        apply_record(state, record)
+        if state.refold_due:
+            state = refold(state, records[300:], base())
+    assert encode_state(state) == encode_state(whole)
