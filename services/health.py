@@ -16,10 +16,8 @@ do) report to none.
 import asyncio
 import contextlib
 import contextvars
-import logging
 from collections.abc import Callable
 
-log = logging.getLogger("allot.health")
 READ_LIMIT_S = 5.0  # a probe that sends no request line in this long is dropped
 MAX_REQUEST_LINE = 1024
 
@@ -33,9 +31,7 @@ class Health:
         self.caught_up_at: int | None = None
 
     def caught_up(self, seq: int) -> None:
-        if self.caught_up_at is None:
-            log.info("ready: caught up with the log at sequence %d", seq)
-        self.caught_up_at = seq
+        self.caught_up_at = seq  # the follow loop logs the first time (allot.services.runtime)
 
     def not_ready(self) -> str | None:
         """Why the process is not ready, or None when it is."""

@@ -24,8 +24,10 @@ from allot.bus.urls import redacted
 from allot.core import State, apply_record, refold
 from allot.proto.events import Event, JobEvent, JobSpec, Meta
 from allot.services import health
+from allot.services.snapshots import archived_base, cover_archived, start_from_snapshot
 
 log = logging.getLogger("allot")
+STARTED = time.monotonic()  # about when this process started: what a restart costs is since
 
 
 async def follow_state(
@@ -35,6 +37,7 @@ async def follow_state(
     tick_s: float | None = None,
     note: Callable[[Record], None] | None = None,
     fold_record: Callable[[State, Record], None] | None = None,
+    snapshot: bool = False,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -44,10 +47,24 @@ async def follow_state(
     (aging, grace periods, runtimes). Calls never overlap. A call that fails (the bus too
     slow to take an event) is logged; the decision is made again on the next event or tick,
     from the log as it then is. ``note`` is given each record once it is folded;
-    ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``)."""
+    ``fold_record`` folds it instead of ``fold`` (it must call ``apply_record``). With
+    ``snapshot``, a ``state`` with nothing folded yet starts from the stored snapshot, if
+    one can be trusted (``allot.services.snapshots``), and only the log after it is folded.
+    Where the start of the log was archived, a state that does not reach what is left
+    starts from the state the archive left, or the service stops saying why."""
     one_at_a_time = asyncio.Lock()
+    first = True
+    if snapshot and state.seq == 0:
+        await start_from_snapshot(events, state, code_version())
+    await cover_archived(events, state, code_version())
+    started_at = state.seq
 
     async def caught_up() -> None:
+        nonlocal first
+        if first:  # what a restart costs, and what to measure it by
+            first = False
+            log.info("caught up at sequence %d, %.2f s after starting, from sequence %d",
+                     state.seq, time.monotonic() - STARTED, started_at + 1)  # fmt: skip
         async with one_at_a_time:
             try:
                 await on_caught_up()
@@ -137,7 +154,9 @@ async def _refold(events: EventLog, state: State) -> None:
     """A quarantine was folded: fold the log up to it again without the quarantined
     events (``allot.core.refold``), and let every view of the old state go."""
     log.warning("sequence %d quarantines %s: folding the log again", state.seq, state.quarantined)
-    state.become(refold(state, await events.read(1, state.seq)))
+    base = await archived_base(events, code_version())
+    records = await events.read(1 if base is None else base.seq + 1, state.seq)
+    state.become(refold(state, records, base))
     log.info("folded again up to sequence %d", state.seq)
 
 

@@ -269,6 +269,16 @@ class EventLog:
         info = await self.js.stream_info(self.settings.name)
         return int(info.state.last_seq)
 
+    async def first_seq(self) -> int:
+        """The first sequence the stream still holds: 1, unless its start was archived
+        (then that of the first message after it, even with none there yet)."""
+        info = await self.js.stream_info(self.settings.name)
+        return max(1, int(info.state.first_seq))
+
+    async def purge_before(self, seq: int) -> None:
+        """Delete every message before sequence ``seq`` (``allot log archive``)."""
+        await self.js.purge_stream(self.settings.name, seq=seq)
+
     async def read(self, from_seq: int = 1, to_seq: int | None = None) -> list[Record]:
         """Records ``from_seq..to_seq`` (inclusive; default: up to the current end)."""
         end = await self.last_seq() if to_seq is None else to_seq

@@ -7,7 +7,9 @@ Commands: every identity only under its own name (``allot.cmd.<name>.…``), ope
 under ``….admin.``; replies only in one's own inbox. Requests for a job's output likewise,
 under ``allot.output.<node>.<name>`` (operators also ``….admin``), taken by that node's
 agent alone. Everyone may read the log; only the
-operator and the services may create the stream, and nobody may change it or delete from it.
+operator and the services may create the stream, nobody may change it, and only the
+operator may delete its start (``allot log archive``). The snapshots of the folded log:
+every identity of ``CORE`` may read them, only the planner (and the operator) write them.
 
 Users live in an account of their own, ``USERS``; the services, node agents and operators
 in ``CORE``, which holds the log. JetStream answers an API request on whatever reply subject
@@ -27,6 +29,7 @@ from typing import Any
 import msgspec
 
 from allot.bus.identity import Identity
+from allot.bus.snapshots import SNAPSHOT_BUCKET, SNAPSHOT_STREAM
 from allot.bus.tls import ServerTls
 from allot.proto.queries import QUERIES, QUERY
 from allot.proto.subjects import (
@@ -84,7 +87,26 @@ READ_MIRROR_RESPONSES = [
     (f"$JS.API.DIRECT.GET.{MIRROR}", "stream"),
 ]
 READ_MIRROR = [subject.replace("$JS.API", READERS_API, 1) for subject, _ in READ_MIRROR_RESPONSES]
+# Reading the snapshots of the folded log (docs/adr/0024): the object's meta, then its
+# chunks through an ordered consumer. Every identity that reads the log may.
+READ_SNAPSHOTS = [
+    f"$JS.API.STREAM.INFO.{SNAPSHOT_STREAM}",
+    f"$JS.API.STREAM.MSG.GET.{SNAPSHOT_STREAM}",
+    f"$JS.API.CONSUMER.CREATE.{SNAPSHOT_STREAM}",
+    f"$JS.FC.{SNAPSHOT_STREAM}.>",
+]
+# Writing them: the bucket's stream, its chunks and meta, and purging the chunks a new
+# snapshot replaced. Only ``SNAPSHOT_WRITER`` may: every service folds the same state with
+# the same code, so one trusted writer serves them all. And the operator, who archives the
+# start of the log, and stores the state the rest begins from.
+SNAPSHOT_WRITER = "planner"
+WRITE_SNAPSHOTS = [
+    f"$JS.API.STREAM.CREATE.{SNAPSHOT_STREAM}",
+    f"$JS.API.STREAM.PURGE.{SNAPSHOT_STREAM}",
+    f"$O.{SNAPSHOT_BUCKET}.>",
+]
 MAKE_STREAM = [f"$JS.API.STREAM.CREATE.{STREAM}"]
+PURGE_STREAM = f"$JS.API.STREAM.PURGE.{STREAM}"
 ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readiness check
 # The events each service is the author of.
 AUTHORED = {
@@ -117,7 +139,7 @@ ANSWERS = {
 def permissions(identity: Identity) -> dict[str, Any]:
     """The ``permissions`` block of the server config for ``identity``."""
     role = identity.role
-    publish = [*READ_LOG]
+    publish = [*READ_LOG, *READ_SNAPSHOTS]
     subscribe = [f"{inbox_prefix(identity.name)}.>"]
     responds = False
     if role == "user":
@@ -133,6 +155,7 @@ def permissions(identity: Identity) -> dict[str, Any]:
         # The operator is the root of the installation: it restores a log (``allot log
         # import``), quarantines events, and may write any event, as the services may not.
         publish += [command(identity.name, f"{ADMIN}>"), ALL_EVENTS, *MAKE_STREAM, ACCOUNT_INFO]
+        publish += [*WRITE_SNAPSHOTS, PURGE_STREAM]  # archives the start of the log
         publish.append(f"{OUTPUT_PREFIX}.*.{identity.name}.{OPERATOR_ASKS}")
         subscribe.append(HEARTBEATS)
     if role in AUTHORED:
@@ -143,6 +166,8 @@ def permissions(identity: Identity) -> dict[str, Any]:
             responds = True
         if role == "telemetry":
             subscribe.append(HEARTBEATS)
+        if role == SNAPSHOT_WRITER:
+            publish += WRITE_SNAPSHOTS
     if role == "view":  # the read model: answers every query, appends nothing
         subscribe += [*(from_anyone(name) for name in ANSWERS[role]), health(role)]
         publish.append(stats_subject(role))  # what it counts, for the metrics

@@ -327,6 +327,12 @@ async def cmd_log_import(args: argparse.Namespace) -> int:
     return await replay.cmd_log_import(args, connect)
 
 
+async def cmd_log_archive(args: argparse.Namespace) -> int:
+    from allot.client import archive
+
+    return await archive.cmd_log_archive(args, connect)
+
+
 async def cmd_log_quarantine(args: argparse.Namespace) -> int:
     from allot.client import replay
 
@@ -449,6 +455,12 @@ async def cmd_bench_replay(args: argparse.Namespace) -> int:
     from allot.client.bench_replay import bench_replay
 
     return bench_replay(args)
+
+
+async def cmd_bench_snapshot(args: argparse.Namespace) -> int:
+    from allot.client.bench_snapshot import bench_snapshot
+
+    return await bench_snapshot(args)
 
 
 async def cmd_bench_view(args: argparse.Namespace) -> int:
@@ -789,6 +801,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.set_defaults(handler=cmd_log_import)
     load.add_argument("file")
+    archive = log_sub.add_parser(
+        "archive",
+        parents=[common],
+        help="write the log up to a sequence to a file, then purge it from the stream "
+        "(services start from a snapshot; an operator's command)",
+    )
+    archive.set_defaults(handler=cmd_log_archive)
+    archive.add_argument(
+        "--upto", type=int, required=True, metavar="SEQ", help="the last sequence archived"
+    )
+    archive.add_argument(
+        "--to", required=True, metavar="FILE", help="where (allot log export's format)"
+    )
     quarantine = log_sub.add_parser(
         "quarantine",
         parents=[common],
@@ -871,6 +896,17 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--repeat", type=int, default=50, help="queries of each kind per size")
     view.add_argument("--processes", type=int, default=5, help="whole `allot` runs of each")
     view.add_argument("--no-before", action="store_true", help="skip timing the fold in the client")
+
+    snapshot = add_bench(
+        "snapshot",
+        cmd_bench_snapshot,
+        "a planner restart on a long log, with and without a snapshot",
+    )
+    snapshot.add_argument("--events", type=int, default=1_000_000)
+    snapshot.add_argument("--seed", type=int, default=1)
+    snapshot.add_argument(
+        "--tail", type=int, default=0, help="events appended after the snapshot (default 0)"
+    )
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")

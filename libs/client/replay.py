@@ -14,15 +14,19 @@ from typing import Any
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.snapshots import BASE, SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
+from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
 from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
 from allot.core.planner import DEFAULT_POLICY
-from allot.core.replay import state_at, verify
+from allot.core.replay import Base, state_at, verify
+from allot.core.snapshot import SnapshotError, decode_snapshot
 from allot.proto.events import EventQuarantined
 from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
+from allot.services.snapshots import ArchivedLog
 
 
 async def all_records(events: EventLog) -> AsyncIterator[Record]:
@@ -40,8 +44,13 @@ async def all_records(events: EventLog) -> AsyncIterator[Record]:
 async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
     try:
         if args.log:
-            return _replay(args, lambda prefix="": read_log(Path(args.log), prefix), None)
+            path = Path(args.log)
+            return _replay(args, lambda prefix="": read_log(path, prefix), None, [], None)
+        snapshots: list[tuple[str, bytes]] = []
         async with await connect(args) as client:
+            base = await _archived_base(client.events)
+            if args.verify:
+                snapshots = await _stored_snapshots(client.events)
             with progress.shown("reading the log", await client.events.last_seq()) as report:
                 records = []
                 async for record in all_records(client.events):
@@ -52,10 +61,42 @@ async def cmd_replay(args: argparse.Namespace, connect: Any) -> int:
         def every(prefix: str = "") -> Iterator[Record]:
             return (r for r in records if r.subject.startswith(prefix))
 
-        return _replay(args, every, len(records))
-    except LogFileError as error:
+        return _replay(args, every, len(records), snapshots, base)
+    except (LogFileError, ArchivedLog) as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
+
+
+async def _archived_base(events: EventLog) -> Base | None:
+    """Where the start of the log was archived, the state the rest begins from (a fresh
+    copy each call); None where nothing was."""
+    first = await events.first_seq()
+    if first <= 1:
+        return None
+    version = code_version()
+    data = await read_snapshot(events.js, BASE)
+    try:
+        if data is None:
+            raise SnapshotError("there is none")
+        decode_snapshot(data, version)
+    except SnapshotError as why:
+        raise ArchivedLog(
+            f"the log before sequence {first} was archived, and its base snapshot "
+            f"{SNAPSHOT_BUCKET}/{BASE} cannot be used: {why}"
+        ) from None
+    return lambda: decode_snapshot(data, version)
+
+
+async def _stored_snapshots(events: EventLog) -> list[tuple[str, bytes]]:
+    """The snapshots a service would start from, to be checked against the log; one that
+    cannot be read whole is reported (and no service starts from it)."""
+    name = f"{SNAPSHOT_BUCKET}/{SNAPSHOT_OBJECT}"
+    try:
+        data = await read_snapshot(events.js)
+    except SnapshotUnreadable as why:
+        print(f"warning: snapshot {name} cannot be read: {why}", file=sys.stderr)
+        return []
+    return [] if data is None else [(name, data)]
 
 
 class _Watched:
@@ -96,13 +137,21 @@ def _outside(watched: _Watched, seq: int | None, at: int | None, given: str) -> 
     return None
 
 
-def _replay(args: argparse.Namespace, records: Any, total: int | None) -> int:
-    """``total``: how many records there are, where known (for the progress bar)."""
+def _replay(
+    args: argparse.Namespace,
+    records: Any,
+    total: int | None,
+    snapshots: list[tuple[str, bytes]],
+    base: Base | None,
+) -> int:
+    """``total``: how many records there are, where known (for the progress bar);
+    ``snapshots``: (name, bytes) of those to check with ``--verify``; ``base``: the state
+    an archived log begins from."""
     if args.verify:
-        return _verify(args, records, total)
+        return _verify(args, records, total, snapshots, base)
     seq, at = _moment(args.at)
     watched = _Watched(records())
-    state, last = state_at(watched, seq=seq, at=at, reread=records)
+    state, last = state_at(watched, seq=seq, at=at, reread=records, base=base)
     if why := _outside(watched, seq, at, args.at):
         print(f"allot: {why}", file=sys.stderr)
         return 2
@@ -155,10 +204,24 @@ def _moment(text: str | None) -> tuple[int | None, int | None]:
     return None, int(moment.timestamp() * 1e9)
 
 
-def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
+def _verify(
+    args: argparse.Namespace,
+    records: Any,
+    total: int | None,
+    snapshots: list[tuple[str, bytes]],
+    base: Base | None,
+) -> int:
     with progress.shown("verifying: events folded", total) as report:
         plans = records(PLAN_EVENTS[:-1])
-        result = verify(plans, records(), code_version(), reread=records, progress=report)
+        result = verify(
+            plans,
+            records(),
+            code_version(),
+            reread=records,
+            progress=report,
+            snapshots=snapshots,
+            base=base,
+        )
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -171,7 +234,8 @@ def _verify(args: argparse.Namespace, records: Any, total: int | None) -> int:
             for line in divergence.diff:
                 print(f"  {line}")
         verdict = f"{len(result.divergences)} diverge" if result.divergences else "all match"
-        print(f"{result.events} events folded, {result.plans} plans recomputed: {verdict}")
+        checked = f", {result.snapshots} snapshot(s) checked" if snapshots else ""
+        print(f"{result.events} events folded, {result.plans} plans recomputed{checked}: {verdict}")
     return 1 if result.divergences else 0
 
 
@@ -189,9 +253,13 @@ async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
         print(f"allot: --reason: say why, in 1 to {MAX_REASON} characters", file=sys.stderr)
         return 2
     async with await connect(args) as client:
-        last = await client.events.last_seq()
-        if not 1 <= args.seq <= last:
-            print(f"allot: SEQ={args.seq}: the log holds sequences 1 to {last}", file=sys.stderr)
+        first, last = await client.events.first_seq(), await client.events.last_seq()
+        if not first <= args.seq <= last:
+            archived = " (those before were archived)" if first > 1 else ""
+            print(
+                f"allot: SEQ={args.seq}: the log holds sequences {first} to {last}{archived}",
+                file=sys.stderr,
+            )
             return 2
         [record] = await client.events.read(args.seq, args.seq)
         event = EventQuarantined(

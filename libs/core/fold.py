@@ -64,16 +64,20 @@ def apply(state: State, seq: int, event: Event) -> State:
     return state
 
 
-def refold(state: State, records: Iterable["LogRecord"]) -> State:
+def refold(state: State, records: Iterable["LogRecord"], base: State | None = None) -> State:
     """The state after a quarantine: ``records`` (the log from its start, at least up to
-    ``state.seq``) folded again without the events ``state`` has quarantined."""
-    fresh = State()
-    fresh.quarantined = dict(state.quarantined)
+    ``state.seq``) folded again without the events ``state`` has quarantined. Where the
+    start of the log was archived, from ``base`` (a state no one else holds: the state the
+    log now begins from, ``allot log archive``) and the records after it: a quarantined
+    event folded into the base stays folded."""
+    fresh = base if base is not None else State()
+    fresh.quarantined = fresh.quarantined | state.quarantined
     fresh.refolds = state.refolds + 1
     for record in records:
         if record.seq > state.seq:
             break
-        apply_record(fresh, record)
+        if record.seq > fresh.seq:
+            apply_record(fresh, record)
     return fresh
 
 

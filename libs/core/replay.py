@@ -9,7 +9,16 @@ basis is), so it reads the log twice: the plan subject first, then everything.
 Verification stops at the first divergence: every later plan was made on a state that
 decision shaped, so later differences would only echo it.
 
+Given snapshots of the state (``allot.core.snapshot``), it also checks that each one is the
+fold of the log up to its sequence: a service would start from it, so a snapshot that is
+not is a divergence, named with its sequence. One written by other code is not trusted by
+any service; it is reported, not checked.
+
 ``state_at`` folds up to a sequence or a moment: the cluster as it was then.
+
+Where the start of the log was archived, both begin from ``base``, the state the rest of
+the log begins from; a plan made on a basis before it cannot be recomputed, and is counted
+as such.
 
 Both fold a quarantine as the services do: at ``EventQuarantined`` the log up to it is folded
 again without the quarantined events, read anew from ``reread`` (by default ``records``
@@ -23,6 +32,7 @@ import msgspec
 from allot.core.fold import LogRecord, apply_record, refold
 from allot.core.model import State
 from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
+from allot.core.snapshot import SnapshotError, differences, encode_state, read_header
 from allot.proto.events import PlanComputed, PolicyAdopted
 from allot.proto.limits import MAX_EVENT_BYTES, check_json
 
@@ -40,9 +50,11 @@ class Verification(msgspec.Struct, kw_only=True):
     plans: int = 0  # plans recomputed and compared
     divergences: list[Divergence] = []
     warnings: list[str] = []
+    snapshots: int = 0  # snapshots checked against the fold
 
 
 Reread = Callable[[], Iterable[LogRecord]]
+Base = Callable[[], State]  # a fresh copy, each call, of the state an archived log leaves
 
 
 def verify(
@@ -51,11 +63,15 @@ def verify(
     code_version: str,
     reread: Reread | None = None,
     progress: Callable[[int, int | None], None] | None = None,
+    snapshots: Iterable[tuple[str, bytes]] = (),
+    base: Base | None = None,
 ) -> Verification:
     """Recompute and compare every plan. ``plan_records``: the records of the plan subject
     (or any superset); ``records``: the whole log, in order. ``progress(events, None)`` is
-    told after each event folded."""
+    told after each event folded. ``snapshots``: (name, bytes) of each to check. ``base``:
+    where the log's start was archived, the state the rest begins from."""
     result = Verification()
+    checks = _snapshot_checks(snapshots, code_version, result)
     policies: dict[str, Policy] = {policy_hash(DEFAULT_POLICY): DEFAULT_POLICY}
     by_basis: dict[int, list[tuple[int, PlanComputed]]] = {}
     versions: set[str] = set()
@@ -74,27 +90,42 @@ def verify(
         f"plans were made by code version {v}; this is {code_version}: verifying anyway"
         for v in sorted(versions - {code_version})
     ]
+    state, memo = (base() if base is not None else State()), PlanMemo()
+    for hashed, settings in state.policies.items():  # adopted in what was archived
+        if hashed not in policies and (adopted := adopted_policy(settings, hashed)):
+            policies[hashed] = adopted
     unknown = sorted({p.policy_hash for ps in by_basis.values() for _, p in ps} - set(policies))
     result.warnings += [
         f"policy {h} is not in the log: those plans are verified with the default policy"
         for h in unknown
     ]
-    state, memo = State(), PlanMemo()
     expected: dict[int, tuple[PlanComputed, Plan]] = {}
+    # Plans made on a basis before the archive's end: their basis is no longer there.
+    archived = {seq for basis, ps in by_basis.items() if basis < state.seq for seq, _ in ps}
+    if archived:
+        result.warnings.append(
+            f"{len(archived)} plans were made on a basis before sequence {state.seq}, "
+            "which was archived: not recomputed"
+        )
 
     def recompute(basis: int) -> None:
         for seq, recorded in by_basis.pop(basis, []):
             policy = policies.get(recorded.policy_hash, DEFAULT_POLICY)
             expected[seq] = (recorded, plan(state, recorded.now, policy, memo))
 
-    recompute(0)
+    recompute(state.seq)
+    if (divergence := _check_snapshots(checks, state, result)) is not None:
+        result.divergences.append(divergence)
+        return result
     for record in records:
+        if record.seq <= state.seq:
+            continue  # in the archive's base already
         divergence = None
         if record.seq in expected:
             recorded, recomputed = expected.pop(record.seq)
             result.plans += 1
             divergence = compare(record.seq, recorded, recomputed)
-        elif record.type == _PLAN:
+        elif record.type == _PLAN and record.seq not in archived:
             # Unreadable, not found by the first pass, or based on what came after it:
             # a decision that cannot be checked is not a proven one.
             why = record.error or f"a plan the log cannot justify (basis {_basis(record)})"
@@ -106,13 +137,23 @@ def verify(
             return result
         apply_record(state, record)
         if state.refold_due:
-            state, memo = refold(state, (reread or (lambda: records))()), PlanMemo()
+            again = (reread or (lambda: records))()
+            state, memo = refold(state, again, base() if base else None), PlanMemo()
         result.events += 1
         recompute(record.seq)
+        if (divergence := _check_snapshots(checks, state, result)) is not None:
+            result.divergences.append(divergence)
+            return result
         if progress is not None:
             progress(result.events, None)
+    for seq, unreached in sorted(checks.items()):
+        for name, _ in unreached:
+            diff = [f"snapshot {name} at sequence {seq}: the log ends before it"]
+            result.divergences.append(Divergence(seq=seq, jobs=[], diff=diff))
     for basis, stranded in sorted(by_basis.items()):
         for seq, _ in stranded:
+            if seq in archived:
+                continue
             result.divergences.append(
                 Divergence(seq=seq, jobs=[], diff=[f"its basis {basis} is not in the log"])
             )
@@ -120,6 +161,43 @@ def verify(
 
 
 _PLAN = str(PlanComputed.__struct_config__.tag)
+
+
+def _snapshot_checks(
+    snapshots: Iterable[tuple[str, bytes]], code_version: str, result: Verification
+) -> dict[int, list[tuple[str, bytes]]]:
+    """Sequence -> the (name, state bytes) of the snapshots to check there."""
+    checks: dict[int, list[tuple[str, bytes]]] = {}
+    for name, data in snapshots:
+        try:
+            header = read_header(data)
+        except SnapshotError as why:
+            result.divergences.append(Divergence(seq=0, jobs=[], diff=[f"snapshot {name}: {why}"]))
+            continue
+        if header.code_version != code_version:
+            result.warnings.append(
+                f"snapshot {name} at sequence {header.seq} was written by code version "
+                f"{header.code_version}; this is {code_version}: no service starts from it"
+            )
+            continue
+        checks.setdefault(header.seq, []).append((name, bytes(header.state)))
+    return checks
+
+
+def _check_snapshots(
+    checks: dict[int, list[tuple[str, bytes]]], state: State, result: Verification
+) -> Divergence | None:
+    """A divergence if a snapshot at ``state.seq`` is not ``state``; each one checked is
+    counted, and checked once."""
+    due = checks.pop(state.seq, [])
+    folded = encode_state(state) if due else b""
+    for name, stored in due:
+        if stored != folded:
+            fields = ", ".join(differences(stored, folded))
+            why = f"snapshot {name} at sequence {state.seq} is not the fold of the log up to it"
+            return Divergence(seq=state.seq, jobs=[], diff=[f"{why} (it differs in: {fields})"])
+        result.snapshots += 1
+    return None
 
 
 def _basis(record: LogRecord) -> str:
@@ -181,19 +259,23 @@ def state_at(
     seq: int | None = None,
     at: int | None = None,
     reread: Reread | None = None,
+    base: Base | None = None,
 ) -> tuple[State, int]:
     """The state after the last event up to sequence ``seq`` or stamped no later than
-    ``at`` (UTC ns), and the time of that event; the records after it are not read."""
-    state, last = State(), 0
+    ``at`` (UTC ns), and the time of that event; the records after it are not read.
+    ``base``: as for ``verify``."""
+    state, last = (base() if base is not None else State()), 0
     for record in records:
         if seq is not None and record.seq > seq:
             break
+        if record.seq <= state.seq:
+            continue
         event = record.event
         if at is not None and event is not None and event.meta.at > at:
             break
         apply_record(state, record)
         if state.refold_due:
-            state = refold(state, (reread or (lambda: records))())
+            state = refold(state, (reread or (lambda: records))(), base() if base else None)
         if event is not None:
             last = max(last, event.meta.at)
     return state, last

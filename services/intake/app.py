@@ -84,7 +84,9 @@ class Intake:
 
     async def run(self) -> None:
         try:
-            await follow_state(self.events, self.state, self._on_caught_up, note=self.traces.note)
+            await follow_state(
+                self.events, self.state, self._on_caught_up, note=self.traces.note, snapshot=True
+            )
         finally:
             await self.commands.close()
 

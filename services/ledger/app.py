@@ -73,7 +73,7 @@ class Ledger:
     async def run(self) -> None:
         try:
             await asyncio.gather(
-                follow_state(self.events, self.state, self._on_caught_up),
+                follow_state(self.events, self.state, self._on_caught_up, snapshot=True),
                 self._charge_on_time(),
             )
         finally:

@@ -104,7 +104,9 @@ class NodeAgent:
                 asyncio.create_task(loop())
                 for loop in (self._heartbeat, self._checkpoints, self._sample)
             ]
-            await follow_state(self.events, self.state, self.reconcile, note=self.traces.note)
+            await follow_state(
+                self.events, self.state, self.reconcile, note=self.traces.note, snapshot=True
+            )
         finally:
             for loop in loops:
                 loop.cancel()

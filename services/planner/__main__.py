@@ -2,7 +2,7 @@ import argparse
 from typing import get_args
 
 from allot.core import DEFAULT_POLICY, Policy
-from allot.services.planner.app import serve
+from allot.services.planner.app import SNAPSHOT_EVERY, SNAPSHOT_INTERVAL_S, serve
 from allot.services.runtime import run_service
 
 parser = argparse.ArgumentParser(prog="allot-planner")
@@ -28,5 +28,17 @@ parser.add_argument(
 )
 parser.add_argument(
     "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"
+)
+parser.add_argument(
+    "--snapshot-every",
+    type=int,
+    default=SNAPSHOT_EVERY,
+    help=f"events folded between snapshots of the state (default {SNAPSHOT_EVERY}; 0: none)",
+)
+parser.add_argument(
+    "--snapshot-interval",
+    type=float,
+    default=SNAPSHOT_INTERVAL_S,
+    help=f"seconds at least between snapshots (default {SNAPSHOT_INTERVAL_S:g})",
 )
 run_service("planner", parser, serve)

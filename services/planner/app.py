@@ -33,10 +33,15 @@ from allot.services.runtime import (
     spec_attributes,
     stamp,
 )
+from allot.services.snapshots import SnapshotWriter, start_from_snapshot
 from allot.services.stats import CONFLICTS, CYCLES, Counts
 
 log = logging.getLogger("allot.planner")
 FREEZE_EVERY = 1000  # plans
+# A snapshot every this many events folded, when caught up, at most once a minute: a
+# restart then folds at most about this many, about 2 s of reading (docs/adr/0024).
+SNAPSHOT_EVERY = 10_000
+SNAPSHOT_INTERVAL_S = 60.0
 
 
 class Planner:
@@ -46,6 +51,8 @@ class Planner:
         policy: Policy = DEFAULT_POLICY,
         clock: Clock | None = None,
         tick_s: float = 5.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        snapshot_interval_s: float = SNAPSHOT_INTERVAL_S,
     ):
         self.events = events
         self.tick_s = tick_s
@@ -61,6 +68,9 @@ class Planner:
         self._own_plan_seq = 0  # the last plan this planner appended
         self._memo = PlanMemo()
         self._memo_refolds = 0  # the state's refolds the memo was built on
+        self.snapshots = SnapshotWriter(
+            events, self.code_version, snapshot_every, snapshot_interval_s
+        )
 
     async def run(self) -> None:
         adopted = PolicyAdopted(
@@ -71,6 +81,8 @@ class Planner:
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
         await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
+        if await start_from_snapshot(self.events, self.state, self.code_version):
+            self.snapshots.started_from(self.state)
         await asyncio.gather(
             follow_state(self.events, self.state, self.plan_once, self.tick_s, self.traces.note),
             self.counts.send_every(self.events.nc),
@@ -79,6 +91,7 @@ class Planner:
     async def plan_once(self) -> None:
         await self._plan()
         await self._report_overdue()
+        self.snapshots.maybe_write(self.state)  # caught up, and the plan appended
 
     async def _report_overdue(self) -> None:
         for late in overdue(self.state, self.clock.now()):
@@ -200,4 +213,11 @@ def policy_from(args: argparse.Namespace) -> Policy:
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
-    await Planner(events, policy_from(args), tick_s=args.tick).run()
+    planner = Planner(
+        events,
+        policy_from(args),
+        tick_s=args.tick,
+        snapshot_every=args.snapshot_every,
+        snapshot_interval_s=args.snapshot_interval,
+    )
+    await planner.run()

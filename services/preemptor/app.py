@@ -37,7 +37,9 @@ class Preemptor:
 
     async def run(self) -> None:
         # Grace periods and runtimes end without any event: the tick looks again.
-        await follow_state(self.events, self.state, self.act, self.tick_s, self.traces.note)
+        await follow_state(
+            self.events, self.state, self.act, self.tick_s, self.traces.note, snapshot=True
+        )
 
     async def act(self) -> None:
         for action in due(self.state, self.clock.now()):

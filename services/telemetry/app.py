@@ -57,7 +57,7 @@ class Telemetry:
     async def run(self) -> None:
         await self.events.nc.subscribe(HEARTBEATS, cb=self._on_heartbeat)
         await asyncio.gather(
-            follow_state(self.events, self.state, self._note_registrations),
+            follow_state(self.events, self.state, self._note_registrations, snapshot=True),
             self._watch(),
             self._judge_health(),
             self.counts.send_every(self.events.nc),

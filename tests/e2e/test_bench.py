@@ -65,3 +65,23 @@ def test_the_replay_benchmark_verifies_its_seeded_history() -> None:
     assert first["plans"] > 10
     assert isinstance(first["events"], int)
     assert first["events"] >= 3000
+
+
+def test_the_snapshot_benchmark_restarts_the_planner_from_its_snapshot() -> None:
+    first = run("bench", "snapshot", "--events", "3000", "--seed", "2", "--tail", "50")
+    again = run("bench", "snapshot", "--events", "3000", "--seed", "2", "--tail", "50")
+    without, with_ = first["without_snapshot"], first["with_snapshot"]
+    assert isinstance(without, dict)
+    assert isinstance(with_, dict)
+    snapshot = first["snapshot"]
+    assert isinstance(snapshot, dict)
+    assert without["from_seq"] == 1
+    assert without["stored_seq"] == snapshot["seq"] >= 3000
+    assert with_["from_seq"] == snapshot["seq"] + 1  # only the tail is folded
+    assert with_["at_seq"] >= snapshot["seq"] + 50  # and the tail folded
+    assert with_["folded"] >= 50
+    assert without["caught_up_s"] > 0
+    assert with_["caught_up_s"] > 0
+    again_snapshot = again["snapshot"]
+    assert isinstance(again_snapshot, dict)
+    assert (first["events"], snapshot["seq"]) == (again["events"], again_snapshot["seq"])

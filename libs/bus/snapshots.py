@@ -1,0 +1,108 @@
+"""Where snapshots of the folded state are kept: a JetStream object store next to the log.
+
+One object, ``state``, holds the latest snapshot (``allot.core.snapshot``); writing it
+again replaces it. Another, ``base``, holds the state the log now begins from, once its
+start was archived (``allot log archive``). Only the planner may write the bucket (and
+the operator, who archives) and every service may read it (``allot.bus.permissions``).
+What is read is checked as it comes: its size against the object's meta and
+``MAX_SNAPSHOT_BYTES``, its SHA-256 against the meta's digest; nothing is returned
+half-read. The chunks are read with an ordered consumer of the bucket's stream
+named outright, as the log is read: nats-py's own ``get`` looks the stream up by subject
+and copies the object once per chunk.
+"""
+
+import base64
+import contextlib
+import hashlib
+
+import nats
+from nats.js import JetStreamContext
+from nats.js.api import ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
+from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
+from nats.js.object_store import ObjectStore
+
+SNAPSHOT_BUCKET = "ALLOT_SNAPSHOTS"
+SNAPSHOT_STREAM = f"OBJ_{SNAPSHOT_BUCKET}"  # the stream JetStream keeps the bucket in
+OBJECT = "state"  # the latest snapshot
+BASE = "base"  # the state at the sequence before the first the stream still holds
+CHUNK_BYTES = 512 << 10  # below the server's payload limit
+MAX_SNAPSHOT_BYTES = 4 << 30  # a state larger than this is no state a reader takes
+READ_TIMEOUT_S = 10.0  # the longest a chunk may take to come
+
+
+class SnapshotUnreadable(Exception):
+    """The stored snapshot could not be read whole; the message says why."""
+
+
+async def write_snapshot(
+    js: JetStreamContext, data: bytes, description: str, name: str = OBJECT
+) -> None:
+    """Store ``data`` as the snapshot ``name``, making the bucket if there is none yet."""
+    try:
+        store = await js.object_store(SNAPSHOT_BUCKET)
+    except (BucketNotFoundError, NotFoundError):
+        store = await js.create_object_store(
+            SNAPSHOT_BUCKET,
+            ObjectStoreConfig(description="snapshots of the folded log", storage=StorageType.FILE),
+        )
+    options = ObjectMetaOptions(max_chunk_size=CHUNK_BYTES)
+    meta = ObjectMeta(name=name, description=description, options=options)
+    await store.put(name, data, meta=meta)
+
+
+async def read_snapshot(js: JetStreamContext, name: str = OBJECT) -> bytes | None:
+    """The snapshot ``name``'s bytes, None if none was ever written; ``SnapshotUnreadable``
+    if one is there and cannot be read whole."""
+    store = ObjectStore(name=SNAPSHOT_BUCKET, stream=SNAPSHOT_STREAM, js=js)
+    try:
+        info = await store.get_info(name)
+    except (ObjectNotFoundError, NotFoundError):
+        return None
+    except nats.js.errors.Error as error:
+        raise SnapshotUnreadable(f"its meta: {error}") from None
+    size, digest = info.size or 0, info.digest or ""
+    if not 0 < size <= MAX_SNAPSHOT_BYTES:
+        raise SnapshotUnreadable(f"{size} bytes; at most {MAX_SNAPSHOT_BYTES} are read")
+    sub = await js.subscribe(
+        f"$O.{SNAPSHOT_BUCKET}.C.{info.nuid}",
+        stream=SNAPSHOT_STREAM,
+        ordered_consumer=True,
+        pending_bytes_limit=max(size, 64 << 20),
+    )
+    chunks: list[bytes] = []
+    read = 0
+    try:
+        while read < size:
+            try:
+                msg = await sub.next_msg(timeout=READ_TIMEOUT_S)
+            except (TimeoutError, nats.errors.TimeoutError):
+                raise SnapshotUnreadable(f"{read} of {size} bytes came") from None
+            chunks.append(msg.data)
+            read += len(msg.data)
+            if msg.metadata.num_pending == 0:
+                break
+    finally:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()
+    data = b"".join(chunks)
+    if len(data) != size:
+        raise SnapshotUnreadable(f"{len(data)} bytes came; its meta says {size}")
+    if not _digest_matches(data, digest):
+        raise SnapshotUnreadable("its SHA-256 is not the one its meta states")
+    return data
+
+
+def _digest_matches(data: bytes, digest: str) -> bool:
+    algorithm, _, encoded = digest.partition("=")
+    if algorithm.upper() != "SHA-256":
+        return False
+    with contextlib.suppress(ValueError):
+        return base64.urlsafe_b64decode(encoded) == hashlib.sha256(data).digest()
+    return False
+
+
+async def drop_snapshot(js: JetStreamContext) -> bool:
+    """Delete the bucket, snapshots and all (for benchmarks and tests); whether there was one."""
+    with contextlib.suppress(NotFoundError, BucketNotFoundError):
+        return bool(await js.delete_object_store(SNAPSHOT_BUCKET))
+    return False

@@ -1,0 +1,208 @@
+"""A snapshot of the folded state: ``State`` at a known sequence, as bytes, and back.
+
+A service restarted on a long log starts from a snapshot and folds only the tail
+(docs/adr/0024). The bytes are MessagePack of typed structs, decoded with those types: a
+snapshot is read off the bus, so a corrupt or forged one fails to decode, with the field it
+broke on, instead of becoming a state. It records the sequence it is true at and the
+version of the decision code that wrote it; a reader trusts it only if that is its own.
+
+What the state derives only for its readers' convenience is not stored: the change feed
+(``State.holder_changes``) starts empty, so a view built on it reads everything once, as
+it would after a refold. Everything else is stored exactly, in its order: the order of a
+dict is part of what a plan iterates over.
+"""
+
+from typing import Final
+
+import msgspec
+
+from allot.core.model import (
+    AccountUsage,
+    Budget,
+    ChangeFeed,
+    IgnoredEvent,
+    JobRecord,
+    NodeRecord,
+    State,
+    UnbilledRun,
+)
+from allot.proto.events import AccountSettings, Placement
+
+FORMAT: Final = 1  # bumped when the layout below changes in a way old readers cannot read
+
+Queue = list[tuple[int, str]]
+Group = tuple[str, str]  # (tier, account)
+
+
+class StateImage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Every field of ``State`` a fold writes, typed as ``State`` holds it. Maps keyed by
+    tuples are lists of pairs: MessagePack keys are decoded as lists otherwise."""
+
+    seq: int
+    jobs: dict[str, JobRecord]
+    nodes: dict[str, NodeRecord]
+    pending: list[str]
+    queues: list[tuple[Group, Queue]]
+    sized_queues: list[tuple[int, list[tuple[Group, Queue]]]]
+    waiting_runtimes: list[int]
+    unstated: list[str]
+    idempotency: list[tuple[tuple[str, str, str], str]]
+    accounts: dict[str, AccountSettings]
+    job_accounts: list[str]
+    unbilled: list[tuple[tuple[str, int], UnbilledRun]]
+    usage: dict[str, AccountUsage]
+    budgets: dict[str, Budget]
+    holding: dict[str, dict[str, int]]
+    held: dict[str, dict[str, int]]
+    holds: dict[str, list[Placement]]
+    stopped: list[str]
+    policies: dict[str, str]
+    fair_share_version: int
+    usage_version: int
+    nodes_version: int
+    holding_version: int
+    ignored: list[IgnoredEvent]
+    ignored_count: int
+    last_plan_seq: int
+    quarantined: dict[int, str]
+    refolds: int
+
+
+class Snapshot(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What is stored: where the state is true, who made it, and the state itself (left
+    undecoded until the first two have been checked)."""
+
+    format: int
+    seq: int
+    code_version: str
+    state: msgspec.Raw
+
+
+class SnapshotError(ValueError):
+    """Bytes that are not a snapshot this code may start from; the message says why."""
+
+
+def encode_snapshot(state: State, code_version: str) -> bytes:
+    """``state`` as a snapshot written by ``code_version``. A state waiting for a refold
+    is not yet what its sequence says, so it has none."""
+    snapshot = Snapshot(
+        format=FORMAT,
+        seq=state.seq,
+        code_version=code_version,
+        state=msgspec.Raw(encode_state(state)),
+    )
+    return _encoder.encode(snapshot)
+
+
+def encode_state(state: State) -> bytes:
+    """The state part of a snapshot of ``state``: equal bytes, equal states."""
+    if state.refold_due:
+        raise SnapshotError(f"the state at sequence {state.seq} waits for a refold")
+    image = StateImage(
+        seq=state.seq,
+        jobs=state.jobs,
+        nodes=state.nodes,
+        pending=list(state.pending),
+        queues=list(state.queues.items()),
+        sized_queues=[(gpus, list(by.items())) for gpus, by in state.sized_queues.items()],
+        waiting_runtimes=state.waiting_runtimes,
+        unstated=list(state.unstated),
+        idempotency=list(state.idempotency.items()),
+        accounts=state.accounts,
+        job_accounts=list(state.job_accounts),
+        unbilled=list(state.unbilled.items()),
+        usage=state.usage,
+        budgets=state.budgets,
+        holding=state.holding,
+        held=state.held,
+        holds=state.holds,
+        stopped=list(state.stopped),
+        policies=state.policies,
+        fair_share_version=state.fair_share_version,
+        usage_version=state.usage_version,
+        nodes_version=state.nodes_version,
+        holding_version=state.holding_version,
+        ignored=state.ignored,
+        ignored_count=state.ignored_count,
+        last_plan_seq=state.last_plan_seq,
+        quarantined=state.quarantined,
+        refolds=state.refolds,
+    )
+    return _encoder.encode(image)
+
+
+def read_header(data: bytes) -> Snapshot:
+    """The snapshot's sequence and version, its state not yet decoded."""
+    try:
+        snapshot = _snapshot_decoder.decode(data)
+    except msgspec.DecodeError as error:
+        raise SnapshotError(f"not a snapshot: {error}") from None
+    if snapshot.format != FORMAT:
+        raise SnapshotError(f"format {snapshot.format}; this code reads format {FORMAT}")
+    return snapshot
+
+
+def decode_snapshot(data: bytes, code_version: str) -> State:
+    """The state a snapshot holds, if ``code_version`` wrote it; else ``SnapshotError``."""
+    snapshot = read_header(data)
+    if snapshot.code_version != code_version:
+        raise SnapshotError(
+            f"written by code version {snapshot.code_version!r}, not {code_version!r}"
+        )
+    try:
+        image = _image_decoder.decode(snapshot.state)
+    except msgspec.DecodeError as error:
+        raise SnapshotError(f"its state does not decode: {error}") from None
+    if image.seq != snapshot.seq:
+        raise SnapshotError(f"its state is at sequence {image.seq}, not {snapshot.seq}")
+    return _state(image)
+
+
+def differences(stored: bytes, folded: bytes) -> list[str]:
+    """The fields in which two states (``encode_state``) differ; every field when the
+    stored one does not decode."""
+    try:
+        was = _image_decoder.decode(stored)
+    except msgspec.DecodeError:
+        return list(StateImage.__struct_fields__)
+    now = _image_decoder.decode(folded)
+    return [f for f in StateImage.__struct_fields__ if getattr(was, f) != getattr(now, f)]
+
+
+def _state(image: StateImage) -> State:
+    state = State()
+    state.seq = image.seq
+    state.jobs = image.jobs
+    state.nodes = image.nodes
+    state.pending = dict.fromkeys(image.pending)
+    state.queues = dict(image.queues)
+    state.sized_queues = {gpus: dict(by) for gpus, by in image.sized_queues}
+    state.waiting_runtimes = image.waiting_runtimes
+    state.unstated = dict.fromkeys(image.unstated)
+    state.idempotency = dict(image.idempotency)
+    state.accounts = image.accounts
+    state.job_accounts = dict.fromkeys(image.job_accounts)
+    state.unbilled = dict(image.unbilled)
+    state.usage = image.usage
+    state.budgets = image.budgets
+    state.holding = image.holding
+    state.held = image.held
+    state.holds = image.holds
+    state.stopped = dict.fromkeys(image.stopped)
+    state.policies = image.policies
+    state.fair_share_version = image.fair_share_version
+    state.usage_version = image.usage_version
+    state.nodes_version = image.nodes_version
+    state.holding_version = image.holding_version
+    state.holder_changes = ChangeFeed()
+    state.ignored = image.ignored
+    state.ignored_count = image.ignored_count
+    state.last_plan_seq = image.last_plan_seq
+    state.quarantined = image.quarantined
+    state.refolds = image.refolds
+    return state
+
+
+_encoder = msgspec.msgpack.Encoder()
+_snapshot_decoder = msgspec.msgpack.Decoder(Snapshot)
+_image_decoder = msgspec.msgpack.Decoder(StateImage)
