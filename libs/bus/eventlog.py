@@ -323,6 +323,7 @@ class EventLog:
                 while self.nc.stats["reconnects"] == reconnects:
                     try:
                         msg = await sub.next_msg(timeout=RECONNECT_CHECK_S)
+                        _stop_if_cancelled()
                     except (TimeoutError, nats.errors.TimeoutError):
                         if loop.time() - heard_at >= STALL_CHECK_S:
                             heard_at = loop.time()
@@ -387,6 +388,7 @@ class EventLog:
         news_at = loop.time()
         while True:
             batch = await self._direct_batch(next_seq, subject)
+            _stop_if_cancelled()
             for record in batch:
                 next_seq = record.seq + 1
                 yield record
@@ -465,6 +467,16 @@ class EventLog:
                 for msg in unacked:
                     await msg.nak()
                 await sub.unsubscribe()
+
+
+def _stop_if_cancelled() -> None:
+    """Raise ``CancelledError`` in a task that was asked to stop. Python 3.11's
+    ``asyncio.wait_for`` (nats-py waits for messages and answers with it) drops a
+    cancellation that arrives as what it waits for does; a follower reads on for ever
+    then, and the service it belongs to never stops."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:

@@ -21,6 +21,8 @@ from nats.js.api import ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, Storag
 from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 
+from allot.proto.subjects import STREAM
+
 SNAPSHOT_BUCKET = "ALLOT_SNAPSHOTS"
 SNAPSHOT_STREAM = f"OBJ_{SNAPSHOT_BUCKET}"  # the stream JetStream keeps the bucket in
 OBJECT = "state"  # the latest snapshot
@@ -37,14 +39,19 @@ class SnapshotUnreadable(Exception):
 async def write_snapshot(
     js: JetStreamContext, data: bytes, description: str, name: str = OBJECT
 ) -> None:
-    """Store ``data`` as the snapshot ``name``, making the bucket if there is none yet."""
+    """Store ``data`` as the snapshot ``name``, making the bucket if there is none yet, in
+    as many copies as the log is kept in: the log's loss of a server must not cost the
+    snapshot too."""
     try:
         store = await js.object_store(SNAPSHOT_BUCKET)
     except (BucketNotFoundError, NotFoundError):
-        store = await js.create_object_store(
-            SNAPSHOT_BUCKET,
-            ObjectStoreConfig(description="snapshots of the folded log", storage=StorageType.FILE),
+        log = await js.stream_info(STREAM)
+        config = ObjectStoreConfig(
+            description="snapshots of the folded log",
+            storage=StorageType.FILE,
+            replicas=log.config.num_replicas or 1,
         )
+        store = await js.create_object_store(SNAPSHOT_BUCKET, config)
     options = ObjectMetaOptions(max_chunk_size=CHUNK_BYTES)
     meta = ObjectMeta(name=name, description=description, options=options)
     await store.put(name, data, meta=meta)

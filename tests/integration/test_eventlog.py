@@ -260,3 +260,24 @@ async def test_a_follower_that_falls_behind_its_buffer_still_reads_every_record(
             if seen == count:
                 break
     assert seen == count
+
+
+async def test_a_follower_asked_to_stop_stops_even_while_records_stream_in(
+    event_log: EventLog,
+) -> None:
+    """A service stops by having its task cancelled. Python 3.11's ``wait_for``, under
+    nats-py's ``next_msg``, drops a cancellation that arrives as a record does: the
+    follower must stop all the same, not read on for ever."""
+    for n in range(2000):
+        await event_log.append(b.submitted(f"j{n}"))
+
+    async def read_all() -> None:
+        async for _ in event_log.follow(1):
+            await asyncio.sleep(0)  # a fold's worth of work, letting the records pile up
+
+    for attempt in range(40):
+        reader = asyncio.create_task(read_all())
+        await asyncio.sleep(0.01 + attempt * 0.005)
+        reader.cancel()
+        done, _ = await asyncio.wait([reader], timeout=3)
+        assert done, f"the follower went on reading after it was cancelled (try {attempt})"

@@ -20,6 +20,7 @@ from allot.bus import EmbeddedNats, EventLog, eventlog
 from allot.bus.cluster import NatsCluster
 from allot.bus.identity import OPERATOR, Keyring, load
 from allot.bus.server import free_port
+from allot.bus.snapshots import SNAPSHOT_STREAM, write_snapshot
 from allot.client import AsyncClient
 from allot.proto.commands import SubmitReply
 from allot.proto.subjects import ADMIN, MIRROR, STREAM, SUBMIT, StreamSettings, from_anyone
@@ -334,4 +335,17 @@ async def test_a_cluster_started_again_on_its_stores_has_its_log(tmp_path: Path)
         finally:
             await events.close()
     assert [r.headers["Nats-Msg-Id"] for r in records] == [f"m{n}" for n in range(5)]
+    assert info.config.num_replicas == 3
+
+
+async def test_the_snapshots_are_kept_in_as_many_copies_as_the_log(tmp_path: Path) -> None:
+    """A snapshot on one server alone would be lost with it, and every restart after that
+    would fold the whole log again."""
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        events = await EventLog.connect(cluster.url, settings=R3)
+        try:
+            await write_snapshot(events.js, b"state", "a test")
+            info = await events.js.stream_info(SNAPSHOT_STREAM)
+        finally:
+            await events.close()
     assert info.config.num_replicas == 3
