@@ -453,6 +453,12 @@ async def cmd_bench_view(args: argparse.Namespace) -> int:
     return await bench_view(args)
 
 
+async def cmd_bench_chaos(args: argparse.Namespace) -> int:
+    from allot.client.bench_chaos import bench_chaos
+
+    return await bench_chaos(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -863,6 +869,20 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--repeat", type=int, default=50, help="queries of each kind per size")
     view.add_argument("--processes", type=int, default=5, help="whole `allot` runs of each")
     view.add_argument("--no-before", action="store_true", help="skip timing the fold in the client")
+
+    chaos = add_bench(
+        "chaos", cmd_bench_chaos, "kill -9 every kind of process under load, then check the log"
+    )
+    chaos.add_argument("--seconds", type=float, default=600, help="of load and kills")
+    chaos.add_argument("--seed", type=int, default=1)
+    chaos.add_argument("--kill-every", type=float, default=4.0, help="seconds between kills")
+    chaos.add_argument(
+        "--submit-every", type=float, default=1.0, help="mean seconds between submissions"
+    )
+    chaos.add_argument(
+        "--settle", type=float, default=180.0, help="seconds for every job to end afterwards"
+    )
+    chaos.add_argument("--data-dir", help="keep the stack's files and the exported log here")
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")
