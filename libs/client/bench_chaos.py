@@ -10,10 +10,15 @@ from pathlib import Path
 
 import msgspec
 
-from allot.client.chaos import Outcome, Settings, run_chaos
+from allot.client.chaos import ACKNOWLEDGED, LOG, Outcome, Settings, run_chaos
+from allot.client.chaos_check import check
+from allot.client.logfile import LogFileError, read_log
+from allot.services.runtime import code_version
 
 
 async def bench_chaos(args: argparse.Namespace) -> int:
+    if args.check is not None:
+        return check_again(Path(args.check))
     if args.seconds <= 0 or args.kill_every <= 0 or args.submit_every <= 0:
         print("allot: --seconds, --kill-every and --submit-every: give numbers above 0")
         return 2
@@ -37,6 +42,27 @@ async def bench_chaos(args: argparse.Namespace) -> int:
     else:
         print(report(figures))
     return 0 if outcome.passed else 1
+
+
+def check_again(data_dir: Path) -> int:
+    """The invariants, checked again from a kept run's exported log and what its clients
+    were told (``--data-dir`` of that run)."""
+    try:
+        acknowledged = msgspec.json.decode(
+            (data_dir / ACKNOWLEDGED).read_bytes(), type=dict[str, str]
+        )
+        records = list(read_log(data_dir / LOG))
+    except (OSError, msgspec.DecodeError, LogFileError) as error:
+        print(f"allot: --check {data_dir}: {error}")
+        return 2
+    verdict = check(records, acknowledged, code_version())
+    print(f"{verdict.events} events, {verdict.acknowledged} acknowledged, lost {verdict.lost}, "
+          f"duplicated {verdict.duplicated}, not ended {verdict.not_ended}, "
+          f"{verdict.plans_verified} plans verified; invariant violations: "
+          f"{len(verdict.findings)}")  # fmt: skip
+    for finding in verdict.findings:
+        print(f"  {finding.invariant} {finding.job_id} at {finding.seq}: {finding.detail}")
+    return 0 if verdict.passed else 1
 
 
 def summary(outcome: Outcome) -> dict[str, object]:

@@ -43,6 +43,8 @@ BOTH_PLANNERS = "planners"  # both planner processes at once
 # Each kind of process, in the order the schedule first kills them.
 KINDS = ("intake", "ledger", "planner", BOTH_PLANNERS, "preemptor", "telemetry", "node", NATS)
 S = 10**9
+LOG = "chaos-log.jsonl.gz"  # the exported log, in the run's directory
+ACKNOWLEDGED = "acknowledged.json"  # idempotency key -> the job id its client was given
 SUBMIT_GIVE_UP_S = 90.0  # a CI job's patience with a submission that gets no answer
 BACK_WITHIN_S = 60.0  # a killed process not running again by then is a failed recovery
 # Restarts soon after each kill, as an operator's supervisor would: the default backoff
@@ -158,10 +160,11 @@ async def run_chaos(data_dir: Path, settings: Settings) -> Outcome:
             group.create_task(load.run(deadline, settings.submit_every_s))
             group.create_task(_kill_until(stack, settings, deadline, outcome))
         outcome.settled_in_s = await load.settle(settings.settle_s)
-        outcome.log_path = data_dir / "chaos-log.jsonl.gz"
-        async with await load.client() as client:
-            await export_log(all_records(client.events), outcome.log_path)
+        outcome.log_path = data_dir / LOG
+        await export_log(all_records((await load.client()).events), outcome.log_path)
         await load.close()
+        # Beside the log, what the clients were told: the check can be run again from both.
+        (data_dir / ACKNOWLEDGED).write_bytes(msgspec.json.encode(load.acknowledged))
     finally:
         await stack.stop()
     records = list(read_log(outcome.log_path))

@@ -10,9 +10,11 @@ one of these invariants; each finding names the invariant, the job and the seque
   attempt with different processes);
 - ``one-holder``: no GPU is held by two jobs at once: no process is started on a GPU where
   the process of another job was started and has not ended, and no job is allotted one;
-- ``checkpoint-kept``: a job's checkpoints only move forward: none is numbered at or below
-  one already recorded (checkpoints are numbered across attempts from the files the job
-  left, so a restart that lost them would number from 1 again);
+- ``checkpoint-kept``: a job's checkpoints only move forward: none seen after the latest
+  recorded one is numbered at or below it (checkpoints are numbered across attempts from
+  the files the job left, so an attempt that lost them would number from 1 again). One
+  seen *before* it and stored late (an append retried across an outage) is a late report,
+  not lost work: the time its agent stamped says which;
 - ``replay``: every recorded plan is recomputed from its basis to the same decision.
 """
 
@@ -88,7 +90,8 @@ class _Walk:
         self.submissions: dict[str, list[tuple[int, str]]] = {}  # key -> (seq, job id)
         self.pids: dict[Attempt, int] = {}  # the process each attempt started
         self.processes: dict[Gpu, tuple[str, int]] = {}  # GPU -> (job id, attempt) running
-        self.checkpoints: dict[str, int] = {}  # job id -> highest step recorded
+        # Job id -> the highest checkpoint step recorded, and when its agent saw it.
+        self.checkpoints: dict[str, tuple[int, int]] = {}
         self.noted: set[tuple[str, str, str]] = set()
 
     def step(self, record: LogRecord) -> None:
@@ -144,15 +147,12 @@ class _Walk:
 
     def _checkpointed(self, seq: int, e: JobCheckpointed) -> None:
         assert e.step is not None
-        highest = self.checkpoints.get(e.job_id, 0)
-        if e.step <= highest:
-            self._note(
-                "checkpoint-kept",
-                e.job_id,
-                seq,
-                f"checkpoint {e.step} recorded after checkpoint {highest}",
-            )
-        self.checkpoints[e.job_id] = max(highest, e.step)
+        highest = self.checkpoints.get(e.job_id)
+        if highest is None or e.step > highest[0]:
+            self.checkpoints[e.job_id] = (e.step, e.meta.at)
+        elif e.meta.at >= highest[1]:
+            detail = f"checkpoint {e.step} seen after checkpoint {highest[0]} was recorded"
+            self._note("checkpoint-kept", e.job_id, seq, detail)
 
     def _check_holders(self, seq: int) -> None:
         """No job holds a GPU (admitted or running there, as the fold has it) on which the

@@ -883,6 +883,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--settle", type=float, default=180.0, help="seconds for every job to end afterwards"
     )
     chaos.add_argument("--data-dir", help="keep the stack's files and the exported log here")
+    chaos.add_argument(
+        "--check", metavar="DIR", help="only check again the log a run kept in DIR (--data-dir)"
+    )
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")
     planner.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes (default 1000)")

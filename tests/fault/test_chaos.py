@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from allot.client.bench_chaos import report, summary
+from allot.client.bench_chaos import check_again, report, summary
 from allot.client.chaos import KINDS, Settings, run_chaos
 
 LOAD_S = 75.0  # eight kinds in turn at 3 s, then about seventeen at random
@@ -28,3 +28,5 @@ async def test_every_kind_of_process_killed_under_load_loses_and_duplicates_noth
     assert (verdict.lost, verdict.duplicated, verdict.not_ended) == (0, 0, 0), figures
     assert outcome.settled_in_s is not None, figures
     assert verdict.plans_verified > 0, figures
+    # The run kept its log and what its clients were told: the check holds again from those.
+    assert check_again(tmp_path / "chaos") == 0

@@ -4,8 +4,10 @@ breaks each invariant is caught, with the job and the sequence where it broke.""
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from allot.bus.eventlog import Record
+from allot.client.bench_chaos import check_again
 from allot.client.bench_replay import write_history
 from allot.client.chaos_check import Verdict, check
 from allot.client.logfile import read_log
@@ -148,6 +150,21 @@ def test_a_checkpoint_that_goes_back_is_lost_work() -> None:
     assert verdict.ended == {"succeeded": 1}
 
 
+def test_an_older_checkpoint_reported_late_is_no_lost_work() -> None:
+    # Seen by the agent before checkpoint 7 but stored after it (its append was retried
+    # across a NATS restart): a late report, not a job that went back.
+    late = msgspec.structs.replace(checkpoint("j1", 2), meta=meta(at=1_500))
+    events = (
+        *CLEAN[:4],
+        msgspec.structs.replace(checkpoint("j1", 1), meta=meta(at=1_000)),
+        msgspec.structs.replace(checkpoint("j1", 7), meta=meta(at=2_000)),
+        exited("j1", "n1"),
+        late,
+    )
+    verdict = check(records(*events), {"k1": "j1"})
+    assert verdict.findings == []
+
+
 def test_a_plan_replay_cannot_reproduce_is_caught(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     write_history(path, 400, seed=3)
@@ -160,3 +177,12 @@ def test_a_plan_replay_cannot_reproduce_is_caught(tmp_path: Path) -> None:
     altered = [msgspec.structs.replace(r, event=forged) if r is first else r for r in history]
     verdict = check(altered, {}, code_version())
     assert [f.invariant for f in verdict.findings if f.invariant == "replay"] == ["replay"]
+
+
+def test_checking_again_a_directory_without_a_kept_run_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert check_again(tmp_path / "none") == 2
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"allot: --check {tmp_path / 'none'}: ")
+    assert "acknowledged.json" in line
