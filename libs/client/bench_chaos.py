@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from allot.client.chaos import ACKNOWLEDGED, LOG, Outcome, Settings, run_chaos
+from allot.client.chaos import ACKNOWLEDGED, LOG, Outcome, Settings, run_chaos, started_on_disk
 from allot.client.chaos_check import check
 from allot.client.logfile import LogFileError, read_log
 from allot.services.runtime import code_version
@@ -55,7 +55,7 @@ def check_again(data_dir: Path) -> int:
     except (OSError, msgspec.DecodeError, LogFileError) as error:
         print(f"allot: --check {data_dir}: {error}")
         return 2
-    verdict = check(records, acknowledged, code_version())
+    verdict = check(records, acknowledged, code_version(), ran=started_on_disk(data_dir))
     print(f"{verdict.events} events, {verdict.acknowledged} acknowledged, lost {verdict.lost}, "
           f"duplicated {verdict.duplicated}, not ended {verdict.not_ended}, "
           f"{verdict.plans_verified} plans verified; invariant violations: "

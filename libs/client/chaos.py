@@ -168,8 +168,22 @@ async def run_chaos(data_dir: Path, settings: Settings) -> Outcome:
     finally:
         await stack.stop()
     records = list(read_log(outcome.log_path))
-    outcome.verdict = check(records, load.acknowledged, code_version())
+    outcome.verdict = check(
+        records, load.acknowledged, code_version(), ran=started_on_disk(data_dir)
+    )
     return outcome
+
+
+def started_on_disk(data_dir: Path) -> list[tuple[str, int, str]]:
+    """The attempts whose processes the simulated nodes started, as their work directories
+    show: a ``pid``, or an ``exit_code`` that only a process that ran writes
+    (``WORK/jobs/<job id>/<attempt>/``, ``allot.services.node.process``)."""
+    attempts = []
+    for attempt_dir in sorted(data_dir.glob("nodes/*/jobs/*/*")):
+        if (attempt_dir / "pid").exists() or (attempt_dir / "exit_code").exists():
+            node_id = attempt_dir.parents[2].name
+            attempts.append((attempt_dir.parent.name, int(attempt_dir.name), node_id))
+    return attempts
 
 
 async def _kill_until(stack: Stack, settings: Settings, deadline: float, outcome: Outcome) -> None:

@@ -15,7 +15,9 @@ one of these invariants; each finding names the invariant, the job and the seque
   the files the job left, so an attempt that lost them would number from 1 again). One
   seen *before* it and stored late (an append retried across an outage) is a late report,
   not lost work: the time its agent stamped says which;
-- ``replay``: every recorded plan is recomputed from its basis to the same decision.
+- ``replay``: every recorded plan is recomputed from its basis to the same decision;
+- ``known-process``: every process the nodes started (as their disks show) was recorded as
+  started: one the log never knew of could hold a GPU the log gave to another job.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -64,10 +66,13 @@ def check(
     records: Sequence[LogRecord],
     acknowledged: Mapping[str, str],
     code_version: str | None = None,
+    ran: Iterable[Attempt] = (),
 ) -> Verdict:
     """Check ``records`` (the whole log, in order) against every invariant.
     ``acknowledged``: idempotency key -> the job id its client was given. With
-    ``code_version``, every plan is also recomputed (``allot replay --verify``)."""
+    ``code_version``, every plan is also recomputed (``allot replay --verify``). ``ran``:
+    the attempts whose processes the nodes' disks show were started, each of which the log
+    must have recorded as started (``known-process``)."""
     verdict = Verdict(acknowledged=len(acknowledged))
     walk = _Walk(verdict.findings)
     for record in records:
@@ -75,6 +80,11 @@ def check(
     verdict.events = len(records)
     _check_acknowledged(walk.submissions, acknowledged, verdict)
     _check_ended(walk.state, verdict)
+    for job_id, attempt, node_id in sorted(set(ran) - set(walk.pids)):
+        detail = f"attempt {attempt} ran on {node_id}; the log never recorded its start"
+        verdict.findings.append(
+            Finding(invariant="known-process", job_id=job_id, seq=0, detail=detail)
+        )
     if code_version is not None:
         _check_replay(records, code_version, verdict)
     return verdict

@@ -9,6 +9,7 @@ import pytest
 from allot.bus.eventlog import Record
 from allot.client.bench_chaos import check_again
 from allot.client.bench_replay import write_history
+from allot.client.chaos import started_on_disk
 from allot.client.chaos_check import Verdict, check
 from allot.client.logfile import read_log
 from allot.proto.events import (
@@ -165,6 +166,15 @@ def test_an_older_checkpoint_reported_late_is_no_lost_work() -> None:
     assert verdict.findings == []
 
 
+def test_a_process_the_nodes_ran_that_the_log_never_started_is_caught() -> None:
+    # The node's disk shows attempt 0 of j1 ran on n1 (as the log says) and also on n2,
+    # which the log never recorded.
+    ran = [("j1", 0, "n1"), ("j1", 0, "n2")]
+    verdict = check(records(*CLEAN), {"k1": "j1"}, ran=ran)
+    assert invariants(verdict) == [("known-process", "j1", 0)]
+    assert check(records(*CLEAN), {"k1": "j1"}, ran=ran[:1]).findings == []
+
+
 def test_a_plan_replay_cannot_reproduce_is_caught(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     write_history(path, 400, seed=3)
@@ -186,3 +196,15 @@ def test_checking_again_a_directory_without_a_kept_run_says_so_in_one_line(
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith(f"allot: --check {tmp_path / 'none'}: ")
     assert "acknowledged.json" in line
+
+
+def test_the_processes_a_node_started_are_read_from_its_work_directory(tmp_path: Path) -> None:
+    for node_id, job_id, attempt, name in [
+        ("node-1", "j1", 0, "pid"),
+        ("node-1", "j1", 1, "launching"),  # its agent died before any process existed
+        ("node-2", "j2", 0, "exit_code"),  # ran, though its pid was never noted
+    ]:
+        attempt_dir = tmp_path / "nodes" / node_id / "jobs" / job_id / str(attempt)
+        attempt_dir.mkdir(parents=True)
+        (attempt_dir / name).write_text("1")
+    assert started_on_disk(tmp_path) == [("j1", 0, "node-1"), ("j2", 0, "node-2")]
