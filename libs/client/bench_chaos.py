@@ -58,6 +58,7 @@ def check_again(data_dir: Path) -> int:
     verdict = check(records, acknowledged, code_version(), ran=started_on_disk(data_dir))
     print(f"{verdict.events} events, {verdict.acknowledged} acknowledged, lost {verdict.lost}, "
           f"duplicated {verdict.duplicated}, not ended {verdict.not_ended}, "
+          f"nodes lost {verdict.nodes_lost}, "
           f"{verdict.plans_verified} plans verified; invariant violations: "
           f"{len(verdict.findings)}")  # fmt: skip
     for finding in verdict.findings:
@@ -79,6 +80,7 @@ def summary(outcome: Outcome) -> dict[str, object]:
         "duplicated": verdict.duplicated,
         "jobs": verdict.jobs,
         "jobs_not_ended": verdict.not_ended,
+        "nodes_lost": verdict.nodes_lost,
         "ended": verdict.ended,
         "settled_in_s": None if outcome.settled_in_s is None else round(outcome.settled_in_s, 1),
         "events": verdict.events,
@@ -102,7 +104,8 @@ def report(figures: dict[str, object]) -> str:
         f"unacknowledged {figures['unacknowledged']}, lost {figures['lost']}, "
         f"duplicated {figures['duplicated']}",
         f"jobs: {figures['jobs']}, not ended {figures['jobs_not_ended']}, "
-        f"ended {figures['ended']} (settled in {figures['settled_in_s']} s)",
+        f"ended {figures['ended']} (settled in {figures['settled_in_s']} s); "
+        f"nodes declared lost: {figures['nodes_lost']}",
         f"log: {figures['events']} events, {figures['plans_verified']} plans verified; "
         f"kept at {figures['log'] or '(not kept: give --data-dir)'}",
         f"invariant violations: {len(violations)}",

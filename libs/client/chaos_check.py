@@ -17,7 +17,8 @@ one of these invariants; each finding names the invariant, the job and the seque
   not lost work: the time its agent stamped says which;
 - ``replay``: every recorded plan is recomputed from its basis to the same decision;
 - ``known-process``: every process the nodes started (as their disks show) was recorded as
-  started: one the log never knew of could hold a GPU the log gave to another job.
+  started, or was placed on a node the log then declared lost (which accounts for whatever
+  ran there): one the log never knew of could hold a GPU the log gave to another job.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,7 @@ class Verdict(msgspec.Struct, kw_only=True):
     lost: int = 0  # acknowledged, not in the log
     duplicated: int = 0  # acknowledged, in the log more than once
     not_ended: int = 0
+    nodes_lost: int = 0  # NodeLost events: an agent down longer than the node timeout
     ended: dict[str, int] = {}  # end state -> jobs
     plans_verified: int = 0
     findings: list[Finding] = []
@@ -80,7 +82,8 @@ def check(
     verdict.events = len(records)
     _check_acknowledged(walk.submissions, acknowledged, verdict)
     _check_ended(walk.state, verdict)
-    for job_id, attempt, node_id in sorted(set(ran) - set(walk.pids)):
+    verdict.nodes_lost = walk.nodes_lost
+    for job_id, attempt, node_id in sorted(set(ran) - set(walk.pids) - walk.lost_with_node):
         detail = f"attempt {attempt} ran on {node_id}; the log never recorded its start"
         verdict.findings.append(
             Finding(invariant="known-process", job_id=job_id, seq=0, detail=detail)
@@ -103,6 +106,10 @@ class _Walk:
         # Job id -> the highest checkpoint step recorded, and when its agent saw it.
         self.checkpoints: dict[str, tuple[int, int]] = {}
         self.noted: set[tuple[str, str, str]] = set()
+        self.nodes_lost = 0
+        # Attempts placed on a node when it was declared lost: the log accounts for
+        # whatever they ran there as lost with the node.
+        self.lost_with_node: set[Attempt] = set()
 
     def step(self, record: LogRecord) -> None:
         event = record.event
@@ -116,11 +123,20 @@ class _Walk:
         elif isinstance(event, JobCheckpointed) and event.step is not None:
             self._checkpointed(record.seq, event)
         elif isinstance(event, NodeLost):
-            # Its processes are gone as far as the log knows: its agent kills any it finds.
-            for gpu in [g for g in self.processes if g[0] == event.node_id]:
-                del self.processes[gpu]
+            self._node_lost(event.node_id)
         apply_record(self.state, record)
         self._check_holders(record.seq)
+
+    def _node_lost(self, node_id: str) -> None:
+        """What ran there is gone as far as the log knows (its agent kills whatever it
+        finds of it on its return), reported or not."""
+        self.nodes_lost += 1
+        for gpu in [g for g in self.processes if g[0] == node_id]:
+            del self.processes[gpu]
+        for job_id in self.state.holding:
+            job = self.state.jobs[job_id]
+            if node_id in job.placements:
+                self.lost_with_node.add((job_id, job.attempts, node_id))
 
     def _note(self, invariant: str, job_id: str, seq: int, detail: str) -> None:
         if (invariant, job_id, detail) not in self.noted:  # a breach that lasts, once

@@ -21,7 +21,17 @@ from allot.proto.events import (
     StopRequested,
 )
 from allot.services.runtime import code_version
-from tests.builders import admission, exited, meta, node, plan, preempted, started, submitted
+from tests.builders import (
+    admission,
+    exited,
+    lost,
+    meta,
+    node,
+    plan,
+    preempted,
+    started,
+    submitted,
+)
 
 
 def records(*events: Event) -> list[Record]:
@@ -173,6 +183,19 @@ def test_a_process_the_nodes_ran_that_the_log_never_started_is_caught() -> None:
     verdict = check(records(*CLEAN), {"k1": "j1"}, ran=ran)
     assert invariants(verdict) == [("known-process", "j1", 0)]
     assert check(records(*CLEAN), {"k1": "j1"}, ran=ran[:1]).findings == []
+
+
+def test_a_process_unreported_because_its_node_was_declared_lost_is_accounted_for() -> None:
+    # Its agent was killed after the start and came back only after the node timeout: the
+    # log ended the attempt as lost with its node, which is what it was.
+    events = (*CLEAN[:3], lost("n1"))
+    verdict = check(records(*events), {"k1": "j1"}, ran=[("j1", 0, "n1")])
+    assert invariants(verdict) == [("ended", "j1", 0)]  # requeued (resumable): it waits
+    assert verdict.nodes_lost == 1
+    # Lost after the job had moved on, the node accounts for nothing it ran before.
+    ended = (*CLEAN[:3], exited("j1", "n1"), lost("n1"))
+    verdict = check(records(*ended), {"k1": "j1"}, ran=[("j1", 0, "n1")])
+    assert invariants(verdict) == [("known-process", "j1", 0)]
 
 
 def test_a_plan_replay_cannot_reproduce_is_caught(tmp_path: Path) -> None:
