@@ -1,6 +1,7 @@
 """Chaos on a whole stack: kill -9 every kind of process in turn, then at random, under a
 steady load of submissions, let the supervisor restart them, and check what must hold
-from the exported log afterwards (``allot.client.chaos_check``; docs/adr/0026).
+from the exported log afterwards, and from the nodes' work directories what processes ran
+(``allot.client.chaos_check``; docs/adr/0026).
 
 The load submits as a CI client does: every submission has an idempotency key and is
 retried with the same key, on a fresh connection where needed, until it is acknowledged
