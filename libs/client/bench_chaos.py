@@ -5,6 +5,7 @@ not come back; the figures say how much was survived."""
 import argparse
 import json
 import logging
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,9 +20,15 @@ from allot.services.runtime import code_version
 async def bench_chaos(args: argparse.Namespace) -> int:
     if args.check is not None:
         return check_again(Path(args.check))
-    if args.seconds <= 0 or args.kill_every <= 0 or args.submit_every <= 0:
-        print("allot: --seconds, --kill-every and --submit-every: give numbers above 0")
-        return 2
+    for option, value in [
+        ("--seconds", args.seconds),
+        ("--kill-every", args.kill_every),
+        ("--submit-every", args.submit_every),
+        ("--settle", args.settle),
+    ]:
+        if not value > 0:  # NaN too
+            print(f"allot: {option}={value:g}: give a number of seconds above 0", file=sys.stderr)
+            return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     settings = Settings(
         seconds=args.seconds,
@@ -53,7 +60,7 @@ def check_again(data_dir: Path) -> int:
         )
         records = list(read_log(data_dir / LOG))
     except (OSError, msgspec.DecodeError, LogFileError) as error:
-        print(f"allot: --check {data_dir}: {error}")
+        print(f"allot: --check {data_dir}: {error}", file=sys.stderr)
         return 2
     verdict = check(records, acknowledged, code_version(), ran=started_on_disk(data_dir))
     print(f"{verdict.events} events, {verdict.acknowledged} acknowledged, lost {verdict.lost}, "

@@ -216,7 +216,7 @@ def test_checking_again_a_directory_without_a_kept_run_says_so_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert check_again(tmp_path / "none") == 2
-    [line] = capsys.readouterr().out.splitlines()
+    [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"allot: --check {tmp_path / 'none'}: ")
     assert "acknowledged.json" in line
 
