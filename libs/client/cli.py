@@ -469,6 +469,12 @@ async def cmd_bench_view(args: argparse.Namespace) -> int:
     return await bench_view(args)
 
 
+async def cmd_bench_chaos(args: argparse.Namespace) -> int:
+    from allot.client.bench_chaos import bench_chaos
+
+    return await bench_chaos(args)
+
+
 async def cmd_bench(args: argparse.Namespace) -> int:
     from allot.client.bench import bench
 
@@ -906,6 +912,23 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--seed", type=int, default=1)
     snapshot.add_argument(
         "--tail", type=int, default=0, help="events appended after the snapshot (default 0)"
+    )
+
+    chaos = add_bench(
+        "chaos", cmd_bench_chaos, "kill -9 every kind of process under load, then check the log"
+    )
+    chaos.add_argument("--seconds", type=float, default=600, help="of load and kills")
+    chaos.add_argument("--seed", type=int, default=1)
+    chaos.add_argument("--kill-every", type=float, default=4.0, help="seconds between kills")
+    chaos.add_argument(
+        "--submit-every", type=float, default=1.0, help="mean seconds between submissions"
+    )
+    chaos.add_argument(
+        "--settle", type=float, default=180.0, help="seconds for every job to end afterwards"
+    )
+    chaos.add_argument("--data-dir", help="keep the stack's files and the exported log here")
+    chaos.add_argument(
+        "--check", metavar="DIR", help="only check again the log a run kept in DIR (--data-dir)"
     )
 
     planner = add_bench("planner", cmd_bench_planner, "one planning cycle on a busy cluster")

@@ -142,11 +142,15 @@ class Stack:
         planner_args: tuple[str, ...] = (),
         websocket: bool = False,
         nats_cluster: int | None = None,
+        planners: int = 1,
     ):
         """``metrics_port``: serve Prometheus metrics there (0: on a free port); None: not.
         ``dashboard_port``: the view service serves the dashboard there, on 127.0.0.1 (0: on
         a free port); None: not. ``nats_cluster``: a JetStream cluster of that many
-        servers, the log kept in three copies (docs/adr/0023); None: one server."""
+        servers, the log kept in three copies (docs/adr/0023); None: one server.
+        ``planners``: how many planner processes run at once (more than one only to show
+        that racing plans are safe: docs/adr/0004); the second is the child ``planner-2``,
+        and so on."""
         self.data_dir = Path(data_dir).resolve()
         self.nodes = nodes
         self.node_timeout_s = node_timeout_s
@@ -183,6 +187,7 @@ class Stack:
         self.dashboard_port = _usable(dashboard_port, "the dashboard")
         self.view_refresh_s = view_refresh_s  # how often the read model recomputes the queue
         self.planner_args = list(planner_args)  # its policy, as `allot-planner --help` says
+        self.planners = planners
         self.children: dict[str, Child] = {}
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -267,6 +272,8 @@ class Stack:
         self._add("intake", [])
         self._add("ledger", ["--accounting-interval", str(self.accounting_interval_s)])
         self._add("planner", self.planner_args)
+        for number in range(2, self.planners + 1):
+            self._add(f"planner-{number}", self.planner_args, module="planner")
         self._add("telemetry", ["--node-timeout", str(self.node_timeout_s)])
         self._add("preemptor", ["--tick", str(min(1.0, self.heartbeat_s))])
         if self.metrics_port is not None:
@@ -309,7 +316,9 @@ class Stack:
     def _add(self, name: str, args: list[str], module: str | None = None) -> None:
         argv = [sys.executable, "-m", f"allot.services.{module or name}", "--nats-url", self.url]
         if self.keyring is not None:
-            argv += ["--identity", str(self.keyring.path(name))]
+            # A node agent is its node's identity; every other child, its service's.
+            identity = name if module in (None, "node") else module
+            argv += ["--identity", str(self.keyring.path(identity))]
         self.children[name] = Child(name, argv + args, self.logs / f"{name}.log")
 
     async def _spawn(self, child: Child) -> None:

@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 from pathlib import Path
 
 import msgspec
@@ -329,7 +330,7 @@ class NodeAgent:
             if watch.pid is None:
                 try:
                     handle = await process.launch(job, job_dir, self._job_env(job))
-                except (OSError, ValueError) as error:
+                except (OSError, ValueError, subprocess.SubprocessError) as error:
                     await self._report_exit(watch, None, f"could not start: {error}")
                     return
                 watch.pid = handle.pid

@@ -1,9 +1,11 @@
 """Job processes on this host: start, find again after a restart, signal, await the end.
 
 A job of attempt N lives in ``WORK/jobs/<job id>/<N>/``: ``launching`` (written before the
-start), ``pid`` (written atomically right after it), ``output.log`` (stdout and stderr) and
-``exit_code`` (written by the supervisor). A directory with ``launching`` but no ``pid`` is
-an attempt whose agent died while starting it.
+start), ``pid`` (written atomically by the new process itself, before it runs anything),
+``output.log`` (stdout and stderr) and ``exit_code`` (written by the supervisor). A
+directory with ``launching`` but no ``pid`` is an attempt whose agent died while starting
+it, before any process of it existed: had the agent noted the pid after the start, a kill
+between the two would leave a job running that no agent knows of.
 """
 
 import asyncio
@@ -11,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from allot.core import JobRecord
@@ -101,16 +104,22 @@ async def launch(
             cwd=job.spec.workdir or job_dir.path,
             env=env,
             start_new_session=True,
-            # Blocked (kept pending) until the supervisor is ready to pass them on: a stop
-            # that arrives while it is still starting is neither lost nor fatal to it.
-            preexec_fn=_block_stop_signals,
+            preexec_fn=_before_exec(job_dir.path / "pid"),
         )
-    write_atomically(job_dir.path / "pid", str(process.pid))
     return process
 
 
-def _block_stop_signals() -> None:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+def _before_exec(pid_file: Path) -> Callable[[], None]:
+    """What the new process does before it runs the supervisor: note its pid (the
+    supervisor keeps it), then block stop signals (kept pending until the supervisor is
+    ready to pass them on: a stop that arrives while it is still starting is neither lost
+    nor fatal to it). A failure here stops the start: nothing runs without its pid."""
+
+    def prepare() -> None:
+        write_atomically(pid_file, str(os.getpid()))
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+    return prepare
 
 
 def alive(pid: int) -> bool:

@@ -1,11 +1,19 @@
 """Failures of node agents and services, with the whole stack running as processes."""
 
+import asyncio
+import os
+import signal
 from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
 
 from allot.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
 from allot.core import JobStatus
 from allot.proto.events import JobSpec
+from allot.services.node import process
 from tests import builders as b
 from tests.stack import gone, python, running, status, until
 
@@ -114,3 +122,36 @@ async def test_a_job_cancelled_before_its_agent_started_it_never_runs(tmp_path: 
         assert job.started_at is None
         assert not marker.exists()
         assert "JobCancelled" in [r.type for r in await client.events.read() if job_id in r.subject]
+
+
+class AgentKilled(Exception):
+    """Stands for a kill -9 of the node agent at that point of its work."""
+
+
+async def test_an_agent_killed_just_after_starting_a_job_leaves_its_pid_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chaos run found it: an agent killed between starting a job's process and noting
+    # its pid left a job that ran to its end while the next agent reported that it never
+    # started (the job failed, its GPUs were given to another job under the live process).
+    spawn = asyncio.create_subprocess_exec
+
+    async def spawn_then_die(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        await spawn(*args, **kwargs)
+        raise AgentKilled
+
+    job = b.fold(b.node("node-1", 1), b.submitted("j1"), b.plan(("j1", "node-1", [0]))).jobs["j1"]
+    job.spec = msgspec.structs.replace(job.spec, command=python("import time; time.sleep(30)"))
+    job_dir = process.JobDir(tmp_path / "work", "j1", 0, tmp_path / "checkpoints")
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", spawn_then_die)
+    with pytest.raises(AgentKilled):
+        await process.launch(job, job_dir, {})
+    monkeypatch.undo()
+
+    pid = job_dir.pid()
+    try:
+        assert pid is not None, "the next agent finds no trace of the running job"
+        assert process.alive(pid)
+    finally:
+        for supervisor in [pid] if pid is not None else []:
+            os.killpg(supervisor, signal.SIGKILL)
