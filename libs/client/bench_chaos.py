@@ -92,6 +92,7 @@ def summary(outcome: Outcome) -> dict[str, object]:
         "settled_in_s": None if outcome.settled_in_s is None else round(outcome.settled_in_s, 1),
         "events": verdict.events,
         "plans_verified": verdict.plans_verified,
+        "starts_from_snapshot": outcome.from_snapshot,
         "violations": [msgspec.to_builtins(f) for f in verdict.findings],
         "log": str(outcome.log_path) if outcome.log_path is not None else None,
         "passed": outcome.passed,
@@ -113,7 +114,8 @@ def report(figures: dict[str, object]) -> str:
         f"jobs: {figures['jobs']}, not ended {figures['jobs_not_ended']}, "
         f"ended {figures['ended']} (settled in {figures['settled_in_s']} s); "
         f"nodes declared lost: {figures['nodes_lost']}",
-        f"log: {figures['events']} events, {figures['plans_verified']} plans verified; "
+        f"log: {figures['events']} events, {figures['plans_verified']} plans verified, "
+        f"{figures['starts_from_snapshot']} service starts from a snapshot; "
         f"kept at {figures['log'] or '(not kept: give --data-dir)'}",
         f"invariant violations: {len(violations)}",
         *(f"  {v['invariant']} {v['job_id']} at {v['seq']}: {v['detail']}" for v in violations),

@@ -28,5 +28,6 @@ async def test_every_kind_of_process_killed_under_load_loses_and_duplicates_noth
     assert (verdict.lost, verdict.duplicated, verdict.not_ended) == (0, 0, 0), figures
     assert outcome.settled_in_s is not None, figures
     assert verdict.plans_verified > 0, figures
+    assert outcome.from_snapshot > 0, figures  # restarts began from the planner's snapshots
     # The run kept its log and what its clients were told: the check holds again from those.
     assert check_again(tmp_path / "chaos") == 0
