@@ -132,8 +132,12 @@ class SnapshotWriter:
         """Take a snapshot of ``state`` if one is due, and store it in the background."""
         if not self.due(state):
             return
-        data = encode_snapshot(state, self.code_version)
         self._written_at = time.monotonic()
+        try:
+            data = encode_snapshot(state, self.code_version)
+        except SnapshotError as why:  # the service goes on; one is tried again later
+            log.warning("snapshot at sequence %d not taken: %s", state.seq, why)
+            return
         self._writing = asyncio.create_task(self._store(data, state.seq))
 
     async def _store(self, data: bytes, seq: int) -> None:

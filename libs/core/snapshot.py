@@ -128,7 +128,13 @@ def encode_state(state: State) -> bytes:
         quarantined=state.quarantined,
         refolds=state.refolds,
     )
-    return _encoder.encode(image)
+    try:
+        return _encoder.encode(image)
+    except OverflowError:  # sums of forged quantities can pass what MessagePack holds
+        raise SnapshotError(
+            f"the state at sequence {state.seq} holds a number past 64 bits, which a "
+            "snapshot cannot hold"
+        ) from None
 
 
 def read_header(data: bytes) -> Snapshot:

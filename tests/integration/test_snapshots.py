@@ -25,6 +25,7 @@ from allot.services.preemptor.app import Preemptor
 from allot.services.runtime import code_version
 from tests import builders as b
 from tests.aio import background
+from tests.unit.test_snapshot import charged_past_64_bits
 
 
 async def test_a_snapshot_is_read_back_whole_and_replaced_by_the_next(
@@ -236,3 +237,21 @@ async def test_a_snapshot_whose_meta_lies_is_not_read(
     )
     with pytest.raises(SnapshotUnreadable, match=why):
         await read_snapshot(event_log.js)
+
+
+async def test_a_planner_whose_state_has_no_snapshot_goes_on_planning(
+    event_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A state a snapshot cannot hold (sums past 64 bits, from forged charges) costs the
+    snapshot, said once, not the planner's cycles: they go on, and no error escapes."""
+    state = charged_past_64_bits()
+    planner = Planner(event_log, snapshot_every=1, snapshot_interval_s=3600)
+    planner.state.become(state)
+    caplog.set_level(logging.INFO, logger="allot")
+    await planner.plan_once()
+    await planner.plan_once()
+    lines = [r.getMessage() for r in caplog.records if "snapshot" in r.getMessage()]
+    assert lines == [
+        f"snapshot at sequence {state.seq} not taken: the state at sequence {state.seq} "
+        "holds a number past 64 bits, which a snapshot cannot hold"
+    ]
