@@ -78,6 +78,11 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
             f"--upto {upto}: the latest snapshot is at sequence {snapshot.seq}; archive up "
             "to it, or after the planner has stored a later one"
         )
+    if snapshot.seq > last:  # a log begun again: checking it would wait for what may not come
+        raise ArchiveRefused(
+            f"snapshot {SNAPSHOT_BUCKET}/{OBJECT} is at sequence {snapshot.seq}, past the end "
+            f"of the log ({last}): no service starts from it"
+        )
 
     def base() -> State:
         return State() if base_data is None else decode_snapshot(base_data, version)

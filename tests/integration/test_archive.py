@@ -169,3 +169,19 @@ async def _wait_until(test, timeout: float = 60.0) -> None:  # type: ignore[no-u
     async with asyncio.timeout(timeout):
         while not test():
             await asyncio.sleep(0.05)
+
+
+async def test_nothing_is_archived_on_a_snapshot_past_the_end_of_the_log(
+    tmp_path: Path, event_log: EventLog, history: Path
+) -> None:
+    """A snapshot the log has not reached (a log begun again): checking it would wait for
+    events that may never come."""
+    ahead = fold(await event_log.read(1, 100))
+    ahead.seq = EVENTS * 10
+    await write_snapshot(event_log.js, encode_snapshot(ahead, code_version()), "ahead")
+    last = await event_log.last_seq()
+    async with asyncio.timeout(30):
+        with pytest.raises(ArchiveRefused, match=f"at sequence {EVENTS * 10}, past the end "):
+            await archive(event_log, 100, tmp_path / "archive.jsonl")
+    assert await event_log.first_seq() == 1
+    assert await event_log.last_seq() == last

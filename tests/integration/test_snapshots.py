@@ -255,3 +255,25 @@ async def test_a_planner_whose_state_has_no_snapshot_goes_on_planning(
         f"snapshot at sequence {state.seq} not taken: the state at sequence {state.seq} "
         "holds a number past 64 bits, which a snapshot cannot hold"
     ]
+
+
+async def test_a_snapshot_past_the_end_of_the_log_is_not_trusted(
+    event_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log begun again (its stream deleted, the snapshots kept): a snapshot at a
+    sequence the log has not reached would have the service wait for events past it, and
+    never fold the ones the log holds."""
+    ahead = State()
+    ahead.seq = 5000
+    await write_snapshot(event_log.js, encode_snapshot(ahead, code_version()), "ahead")
+    for i in range(3):
+        await event_log.append(b.submitted(f"j{i}"))
+    caplog.set_level(logging.INFO, logger="allot")
+    preemptor = Preemptor(event_log, tick_s=0.2)
+    async with background(preemptor.run()):
+        await _wait_until(lambda: "caught up" in caplog.text)
+    assert (
+        "snapshot not used, folding the log from sequence 1: it is at sequence 5000, "
+        "past the end of the log (3)"
+    ) in caplog.text
+    assert sorted(preemptor.state.jobs) == ["j0", "j1", "j2"]
