@@ -3,6 +3,7 @@ the start, byte for byte, and it plans the same; bytes that are not a snapshot o
 are refused with the reason, never half-decoded."""
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -287,3 +288,45 @@ def test_a_state_holding_a_number_past_64_bits_has_no_snapshot_and_says_why() ->
     state = charged_past_64_bits()
     with pytest.raises(SnapshotError, match=f"the state at sequence {state.seq} holds a number"):
         encode_snapshot(state, VERSION)
+
+
+def _ghost_waits(state: State) -> None:
+    state.pending["ghost"] = None
+    state.queues[("batch", "lab/team")] = [(1, "ghost")]
+
+
+def _queue_of_no_job(state: State) -> None:
+    state.queues[("tier", "nobody")] = [(1, "j1")]
+
+
+def _holds_for_nobody(state: State) -> None:
+    state.holding["ghost"] = {"gpus": 2}
+
+
+def _gpu_held_by_nobody(state: State) -> None:
+    state.nodes["n1"].allocated[7] = "ghost"
+
+
+def _plan_ahead(state: State) -> None:
+    state.last_plan_seq = state.seq + 1
+
+
+@pytest.mark.parametrize(
+    ("forge", "why"),
+    [
+        (_ghost_waits, "pending: not the jobs whose status is pending"),
+        (_queue_of_no_job, "queues: not those of the pending jobs"),
+        (_holds_for_nobody, "holding: not the jobs that hold GPUs"),
+        (_gpu_held_by_nobody, r"nodes\[n1\]\.allocated: GPU 7 held by ghost"),
+        (_plan_ahead, "last_plan_seq=4: not within 0 to its sequence 3"),
+    ],
+)
+def test_a_snapshot_of_a_state_no_fold_makes_is_refused_saying_where(
+    forge: Callable[[State], None], why: str
+) -> None:
+    """Such a state decodes under the types, then fails every planning cycle (a KeyError)
+    or misleads it: refused, the service folds the log instead."""
+    state = fold(b.node("n1", 8), b.submitted("j1", gpus=2), b.submitted("j2", gpus=1))
+    forge(state)
+    with pytest.raises(SnapshotError, match=f"its state is not one a fold makes: {why}"):
+        decode_snapshot(encode_snapshot(state, VERSION), VERSION)
