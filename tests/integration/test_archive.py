@@ -185,3 +185,17 @@ async def test_nothing_is_archived_on_a_snapshot_past_the_end_of_the_log(
             await archive(event_log, 100, tmp_path / "archive.jsonl")
     assert await event_log.first_seq() == 1
     assert await event_log.last_seq() == last
+
+
+async def test_nothing_is_archived_that_a_quarantine_after_the_snapshot_names(
+    tmp_path: Path, event_log: EventLog, history: Path
+) -> None:
+    """The quarantine came after the latest snapshot (the planner stores one every so many
+    events): the services refolded without sequence 5 all the same."""
+    await store_fold(event_log, await event_log.last_seq())
+    meta = Meta(id="q", at=1, producer="operator")
+    await event_log.append(EventQuarantined(meta=meta, seq=5, reason="bad", by="admin"))
+    with pytest.raises(ArchiveRefused, match="a later quarantine names sequence 5"):
+        await archive(event_log, 1000, tmp_path / "archive.jsonl")
+    assert await event_log.first_seq() == 1
+    assert await read_snapshot(event_log.js, BASE) is None
