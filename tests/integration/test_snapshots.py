@@ -277,3 +277,30 @@ async def test_a_snapshot_past_the_end_of_the_log_is_not_trusted(
         "past the end of the log (3)"
     ) in caplog.text
     assert sorted(preemptor.state.jobs) == ["j0", "j1", "j2"]
+
+
+async def test_a_snapshot_replaced_while_it_is_read_is_read_again(
+    nats_server: EmbeddedNats, event_log: EventLog
+) -> None:
+    """The planner stores a new snapshot while a service starts: the old one's chunks are
+    purged under the reader, which reads the new one instead of giving up (and folding
+    the whole log)."""
+    blobs = [os.urandom(4 << 20), os.urandom(4 << 20)]
+    await write_snapshot(event_log.js, blobs[0], "first")
+    reader = await EventLog.connect(nats_server.url)
+    replacing = True
+
+    async def replace() -> None:
+        turn = 0
+        while replacing:
+            turn += 1
+            await write_snapshot(event_log.js, blobs[turn % 2], f"write {turn}")
+
+    try:
+        async with background(replace()):
+            for _ in range(6):
+                async with asyncio.timeout(30):
+                    assert await read_snapshot(reader.js) in blobs
+            replacing = False
+    finally:
+        await reader.close()
