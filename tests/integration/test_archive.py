@@ -3,6 +3,7 @@ covers it; services and replay then begin from the state it left, and agree with
 the whole log."""
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -199,3 +200,31 @@ async def test_nothing_is_archived_that_a_quarantine_after_the_snapshot_names(
         await archive(event_log, 1000, tmp_path / "archive.jsonl")
     assert await event_log.first_seq() == 1
     assert await read_snapshot(event_log.js, BASE) is None
+
+
+async def test_replay_of_an_archived_log_says_why_its_base_cannot_be_used(
+    tmp_path: Path, nats_server: EmbeddedNats, event_log: EventLog, history: Path
+) -> None:
+    """A base that cannot be read whole, or one from before what the log still holds: one
+    line and exit 2, as a service says it and stops, never a traceback or a replay of a
+    state that skips events."""
+    await store_fold(event_log, 1500)
+    await archive(event_log, 1200, tmp_path / "archive.jsonl")
+    early = fold(list(read_log(history))[:100])
+    await write_snapshot(event_log.js, encode_snapshot(early, code_version()), "early", BASE)
+    stale = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert (stale.returncode, stale.stderr) == (
+        2,
+        "allot: the log before sequence 1201 was archived, and its base snapshot "
+        "ALLOT_SNAPSHOTS/base cannot be used: it is at sequence 100\n",
+    )
+    subject = "$O.ALLOT_SNAPSHOTS.M.YmFzZQ=="  # the meta of "base"
+    meta = json.loads((await event_log.js.get_last_msg("OBJ_ALLOT_SNAPSHOTS", subject)).data)
+    meta["digest"] = "SHA-256=" + "A" * 43 + "="
+    await event_log.js.publish(subject, json.dumps(meta).encode(), headers={"Nats-Rollup": "sub"})
+    unreadable = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert (unreadable.returncode, unreadable.stderr) == (
+        2,
+        "allot: the log before sequence 1201 was archived, and its base snapshot "
+        "ALLOT_SNAPSHOTS/base cannot be used: its SHA-256 is not the one its meta states\n",
+    )
