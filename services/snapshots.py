@@ -25,8 +25,8 @@ log = logging.getLogger("allot")
 
 
 async def load_snapshot(events: EventLog, code_version: str, name: str = OBJECT) -> State | None:
-    """The state the stored snapshot ``name`` holds, if it can be trusted; None (and one
-    line saying why, where there was one) to fold from the start."""
+    """The state the stored snapshot ``name`` holds, if it can be trusted and the log has
+    reached it; None (and one line saying why, where there was one) to fold from the start."""
     instead = "folding the log from sequence 1" if name == OBJECT else f"no {name} snapshot"
     try:
         data = await read_snapshot(events.js, name)
@@ -37,6 +37,9 @@ async def load_snapshot(events: EventLog, code_version: str, name: str = OBJECT)
         # made only rescans them.
         with _collector_paused():
             state = decode_snapshot(data, code_version)
+        # A log begun again under kept snapshots: starting there would skip what it holds.
+        if state.seq > (end := await events.last_seq()):
+            raise SnapshotError(f"it is at sequence {state.seq}, past the end of the log ({end})")
     except (SnapshotUnreadable, SnapshotError) as why:
         log.warning("snapshot not used, %s: %s", instead, why)
         return None
@@ -132,8 +135,12 @@ class SnapshotWriter:
         """Take a snapshot of ``state`` if one is due, and store it in the background."""
         if not self.due(state):
             return
-        data = encode_snapshot(state, self.code_version)
         self._written_at = time.monotonic()
+        try:
+            data = encode_snapshot(state, self.code_version)
+        except SnapshotError as why:  # the service goes on; one is tried again later
+            log.warning("snapshot at sequence %d not taken: %s", state.seq, why)
+            return
         self._writing = asyncio.create_task(self._store(data, state.seq))
 
     async def _store(self, data: bytes, seq: int) -> None:

@@ -17,7 +17,7 @@ import hashlib
 
 import nats
 from nats.js import JetStreamContext
-from nats.js.api import ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
+from nats.js.api import ObjectInfo, ObjectMeta, ObjectMetaOptions, ObjectStoreConfig, StorageType
 from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 
@@ -30,6 +30,8 @@ BASE = "base"  # the state at the sequence before the first the stream still hol
 CHUNK_BYTES = 512 << 10  # below the server's payload limit
 MAX_SNAPSHOT_BYTES = 4 << 30  # a state larger than this is no state a reader takes
 READ_TIMEOUT_S = 10.0  # the longest a chunk may take to come
+POLL_S = 1.0  # how long a reader waits for a chunk before it looks whether the object was replaced
+MAX_REREADS = 5  # an object replaced this often while it is read is not read
 
 
 class SnapshotUnreadable(Exception):
@@ -59,14 +61,30 @@ async def write_snapshot(
 
 async def read_snapshot(js: JetStreamContext, name: str = OBJECT) -> bytes | None:
     """The snapshot ``name``'s bytes, None if none was ever written; ``SnapshotUnreadable``
-    if one is there and cannot be read whole."""
+    if one is there and cannot be read whole. One replaced while it is read (its chunks
+    purged under the reader) is read again, as the new one."""
     store = ObjectStore(name=SNAPSHOT_BUCKET, stream=SNAPSHOT_STREAM, js=js)
+    for _ in range(MAX_REREADS):
+        info = await _info(store, name)
+        if info is None:
+            return None
+        data = await _chunks(js, store, info)
+        if data is not None:
+            return data
+    raise SnapshotUnreadable(f"replaced {MAX_REREADS} times while it was read")
+
+
+async def _info(store: ObjectStore, name: str) -> ObjectInfo | None:
     try:
-        info = await store.get_info(name)
+        return await store.get_info(name)
     except (ObjectNotFoundError, NotFoundError):
         return None
     except nats.js.errors.Error as error:
         raise SnapshotUnreadable(f"its meta: {error}") from None
+
+
+async def _chunks(js: JetStreamContext, store: ObjectStore, info: ObjectInfo) -> bytes | None:
+    """The bytes of the object ``info`` describes; None if it was replaced meanwhile."""
     size, digest = info.size or 0, info.digest or ""
     if not 0 < size <= MAX_SNAPSHOT_BYTES:
         raise SnapshotUnreadable(f"{size} bytes; at most {MAX_SNAPSHOT_BYTES} are read")
@@ -77,13 +95,20 @@ async def read_snapshot(js: JetStreamContext, name: str = OBJECT) -> bytes | Non
         pending_bytes_limit=max(size, 64 << 20),
     )
     chunks: list[bytes] = []
-    read = 0
+    read, waited = 0, 0.0
     try:
         while read < size:
             try:
-                msg = await sub.next_msg(timeout=READ_TIMEOUT_S)
+                msg = await sub.next_msg(timeout=POLL_S)
             except (TimeoutError, nats.errors.TimeoutError):
-                raise SnapshotUnreadable(f"{read} of {size} bytes came") from None
+                now = await _info(store, info.name)
+                if now is None or now.nuid != info.nuid:
+                    return None  # its chunks are being purged: none will come
+                waited += POLL_S
+                if waited >= READ_TIMEOUT_S:
+                    raise SnapshotUnreadable(f"{read} of {size} bytes came") from None
+                continue
+            waited = 0.0
             chunks.append(msg.data)
             read += len(msg.data)
             if msg.metadata.num_pending == 0:

@@ -37,6 +37,7 @@ from allot.core.snapshot import (
     encode_state,
     read_header,
 )
+from allot.proto.events import EventQuarantined
 from allot.services.runtime import code_version
 
 
@@ -78,6 +79,11 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
             f"--upto {upto}: the latest snapshot is at sequence {snapshot.seq}; archive up "
             "to it, or after the planner has stored a later one"
         )
+    if snapshot.seq > last:  # a log begun again: checking it would wait for what may not come
+        raise ArchiveRefused(
+            f"snapshot {SNAPSHOT_BUCKET}/{OBJECT} is at sequence {snapshot.seq}, past the end "
+            f"of the log ({last}): no service starts from it"
+        )
 
     def base() -> State:
         return State() if base_data is None else decode_snapshot(base_data, version)
@@ -116,6 +122,12 @@ async def archive(events: EventLog, upto: int, path: Path) -> tuple[int, int]:
                 f"{', '.join(differences(stored, encode_state(state)))})"
             )
         late = [q for q in state.quarantined if q <= upto and q not in quarantined_at_upto]
+        # Quarantines appended after the snapshot (or while this ran) were not folded here:
+        # read last, just before the purge, so that only a moment is left unchecked.
+        for record in await events.read(snapshot.seq + 1, await events.last_seq()):
+            event = record.event
+            if isinstance(event, EventQuarantined) and event.seq <= upto:
+                late += [event.seq] if event.seq not in quarantined_at_upto else []
         if late:
             raise ArchiveRefused(
                 f"--upto {upto}: a later quarantine names sequence {late[0]}; the state "

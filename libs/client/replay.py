@@ -74,12 +74,13 @@ async def _archived_base(events: EventLog) -> Base | None:
     if first <= 1:
         return None
     version = code_version()
-    data = await read_snapshot(events.js, BASE)
     try:
+        data = await read_snapshot(events.js, BASE)
         if data is None:
             raise SnapshotError("there is none")
-        decode_snapshot(data, version)
-    except SnapshotError as why:
+        if (seq := decode_snapshot(data, version).seq) + 1 < first:  # it would skip events
+            raise SnapshotError(f"it is at sequence {seq}")
+    except (SnapshotError, SnapshotUnreadable) as why:
         raise ArchivedLog(
             f"the log before sequence {first} was archived, and its base snapshot "
             f"{SNAPSHOT_BUCKET}/{BASE} cannot be used: {why}"

@@ -22,6 +22,7 @@ from allot.core.model import (
     ChangeFeed,
     IgnoredEvent,
     JobRecord,
+    JobStatus,
     NodeRecord,
     State,
     UnbilledRun,
@@ -128,7 +129,13 @@ def encode_state(state: State) -> bytes:
         quarantined=state.quarantined,
         refolds=state.refolds,
     )
-    return _encoder.encode(image)
+    try:
+        return _encoder.encode(image)
+    except OverflowError:  # sums of forged quantities can pass what MessagePack holds
+        raise SnapshotError(
+            f"the state at sequence {state.seq} holds a number past 64 bits, which a "
+            "snapshot cannot hold"
+        ) from None
 
 
 def read_header(data: bytes) -> Snapshot:
@@ -155,7 +162,11 @@ def decode_snapshot(data: bytes, code_version: str) -> State:
         raise SnapshotError(f"its state does not decode: {error}") from None
     if image.seq != snapshot.seq:
         raise SnapshotError(f"its state is at sequence {image.seq}, not {snapshot.seq}")
-    return _state(image)
+    state = _state(image)
+    problem = _impossible(state)
+    if problem is not None:
+        raise SnapshotError(f"its state is not one a fold makes: {problem}")
+    return state
 
 
 def differences(stored: bytes, folded: bytes) -> list[str]:
@@ -167,6 +178,47 @@ def differences(stored: bytes, folded: bytes) -> list[str]:
         return list(StateImage.__struct_fields__)
     now = _image_decoder.decode(folded)
     return [f for f in StateImage.__struct_fields__ if getattr(was, f) != getattr(now, f)]
+
+
+def _impossible(state: State) -> str | None:
+    """What in ``state`` no fold makes, of what planning looks up by key (a forged but
+    well-typed snapshot would fail every cycle with a KeyError, or mislead it); None if
+    nothing. The indexes of the waiting jobs must be the ones their records make."""
+    if not 0 <= state.last_plan_seq <= state.seq:
+        return f"last_plan_seq={state.last_plan_seq}: not within 0 to its sequence {state.seq}"
+    if any(not 1 <= seq <= state.seq for seq in state.quarantined):
+        return f"quarantined: a sequence not within 1 to {state.seq}"
+    waiting = {j for j, job in state.jobs.items() if job.status is JobStatus.PENDING}
+    if state.pending.keys() != waiting:
+        return "pending: not the jobs whose status is pending"
+    rebuilt = State()
+    for job_id in state.pending:
+        rebuilt.enqueue(state.jobs[job_id])
+    for name in ("queues", "sized_queues", "waiting_runtimes"):
+        if getattr(state, name) != getattr(rebuilt, name):
+            return f"{name}: not those of the pending jobs"
+    if not state.unstated.keys() <= state.pending.keys():
+        return "unstated: a job that is not pending"
+    holders = {j for j, job in state.jobs.items() if job.status.holds_gpus}
+    if state.holding.keys() != holders:
+        return "holding: not the jobs that hold GPUs"
+    for node_id, node in state.nodes.items():
+        for index, job_id in node.allocated.items():
+            if job_id not in holders:
+                return f"nodes[{node_id}].allocated: GPU {index} held by {job_id}"
+    for job_id in holders:
+        if not state.jobs[job_id].placements.keys() <= state.nodes.keys():
+            return f"jobs[{job_id}].placements: a node that is not known"
+    for name, ids in (
+        ("holds", list(state.holds)),
+        ("stopped", list(state.stopped)),
+        ("idempotency", list(state.idempotency.values())),
+        ("unbilled", [job_id for job_id, _ in state.unbilled]),
+    ):
+        unknown = next((job_id for job_id in ids if job_id not in state.jobs), None)
+        if unknown is not None:
+            return f"{name}: unknown job {unknown}"
+    return None
 
 
 def _state(image: StateImage) -> State:

@@ -3,6 +3,7 @@ covers it; services and replay then begin from the state it left, and agree with
 the whole log."""
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -169,3 +170,61 @@ async def _wait_until(test, timeout: float = 60.0) -> None:  # type: ignore[no-u
     async with asyncio.timeout(timeout):
         while not test():
             await asyncio.sleep(0.05)
+
+
+async def test_nothing_is_archived_on_a_snapshot_past_the_end_of_the_log(
+    tmp_path: Path, event_log: EventLog, history: Path
+) -> None:
+    """A snapshot the log has not reached (a log begun again): checking it would wait for
+    events that may never come."""
+    ahead = fold(await event_log.read(1, 100))
+    ahead.seq = EVENTS * 10
+    await write_snapshot(event_log.js, encode_snapshot(ahead, code_version()), "ahead")
+    last = await event_log.last_seq()
+    async with asyncio.timeout(30):
+        with pytest.raises(ArchiveRefused, match=f"at sequence {EVENTS * 10}, past the end "):
+            await archive(event_log, 100, tmp_path / "archive.jsonl")
+    assert await event_log.first_seq() == 1
+    assert await event_log.last_seq() == last
+
+
+async def test_nothing_is_archived_that_a_quarantine_after_the_snapshot_names(
+    tmp_path: Path, event_log: EventLog, history: Path
+) -> None:
+    """The quarantine came after the latest snapshot (the planner stores one every so many
+    events): the services refolded without sequence 5 all the same."""
+    await store_fold(event_log, await event_log.last_seq())
+    meta = Meta(id="q", at=1, producer="operator")
+    await event_log.append(EventQuarantined(meta=meta, seq=5, reason="bad", by="admin"))
+    with pytest.raises(ArchiveRefused, match="a later quarantine names sequence 5"):
+        await archive(event_log, 1000, tmp_path / "archive.jsonl")
+    assert await event_log.first_seq() == 1
+    assert await read_snapshot(event_log.js, BASE) is None
+
+
+async def test_replay_of_an_archived_log_says_why_its_base_cannot_be_used(
+    tmp_path: Path, nats_server: EmbeddedNats, event_log: EventLog, history: Path
+) -> None:
+    """A base that cannot be read whole, or one from before what the log still holds: one
+    line and exit 2, as a service says it and stops, never a traceback or a replay of a
+    state that skips events."""
+    await store_fold(event_log, 1500)
+    await archive(event_log, 1200, tmp_path / "archive.jsonl")
+    early = fold(list(read_log(history))[:100])
+    await write_snapshot(event_log.js, encode_snapshot(early, code_version()), "early", BASE)
+    stale = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert (stale.returncode, stale.stderr) == (
+        2,
+        "allot: the log before sequence 1201 was archived, and its base snapshot "
+        "ALLOT_SNAPSHOTS/base cannot be used: it is at sequence 100\n",
+    )
+    subject = "$O.ALLOT_SNAPSHOTS.M.YmFzZQ=="  # the meta of "base"
+    meta = json.loads((await event_log.js.get_last_msg("OBJ_ALLOT_SNAPSHOTS", subject)).data)
+    meta["digest"] = "SHA-256=" + "A" * 43 + "="
+    await event_log.js.publish(subject, json.dumps(meta).encode(), headers={"Nats-Rollup": "sub"})
+    unreadable = await _allot("replay", "--verify", "--nats-url", nats_server.url)
+    assert (unreadable.returncode, unreadable.stderr) == (
+        2,
+        "allot: the log before sequence 1201 was archived, and its base snapshot "
+        "ALLOT_SNAPSHOTS/base cannot be used: its SHA-256 is not the one its meta states\n",
+    )

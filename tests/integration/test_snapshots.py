@@ -25,6 +25,7 @@ from allot.services.preemptor.app import Preemptor
 from allot.services.runtime import code_version
 from tests import builders as b
 from tests.aio import background
+from tests.unit.test_snapshot import charged_past_64_bits
 
 
 async def test_a_snapshot_is_read_back_whole_and_replaced_by_the_next(
@@ -236,3 +237,70 @@ async def test_a_snapshot_whose_meta_lies_is_not_read(
     )
     with pytest.raises(SnapshotUnreadable, match=why):
         await read_snapshot(event_log.js)
+
+
+async def test_a_planner_whose_state_has_no_snapshot_goes_on_planning(
+    event_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A state a snapshot cannot hold (sums past 64 bits, from forged charges) costs the
+    snapshot, said once, not the planner's cycles: they go on, and no error escapes."""
+    state = charged_past_64_bits()
+    planner = Planner(event_log, snapshot_every=1, snapshot_interval_s=3600)
+    planner.state.become(state)
+    caplog.set_level(logging.INFO, logger="allot")
+    await planner.plan_once()
+    await planner.plan_once()
+    lines = [r.getMessage() for r in caplog.records if "snapshot" in r.getMessage()]
+    assert lines == [
+        f"snapshot at sequence {state.seq} not taken: the state at sequence {state.seq} "
+        "holds a number past 64 bits, which a snapshot cannot hold"
+    ]
+
+
+async def test_a_snapshot_past_the_end_of_the_log_is_not_trusted(
+    event_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log begun again (its stream deleted, the snapshots kept): a snapshot at a
+    sequence the log has not reached would have the service wait for events past it, and
+    never fold the ones the log holds."""
+    ahead = State()
+    ahead.seq = 5000
+    await write_snapshot(event_log.js, encode_snapshot(ahead, code_version()), "ahead")
+    for i in range(3):
+        await event_log.append(b.submitted(f"j{i}"))
+    caplog.set_level(logging.INFO, logger="allot")
+    preemptor = Preemptor(event_log, tick_s=0.2)
+    async with background(preemptor.run()):
+        await _wait_until(lambda: "caught up" in caplog.text)
+    assert (
+        "snapshot not used, folding the log from sequence 1: it is at sequence 5000, "
+        "past the end of the log (3)"
+    ) in caplog.text
+    assert sorted(preemptor.state.jobs) == ["j0", "j1", "j2"]
+
+
+async def test_a_snapshot_replaced_while_it_is_read_is_read_again(
+    nats_server: EmbeddedNats, event_log: EventLog
+) -> None:
+    """The planner stores a new snapshot while a service starts: the old one's chunks are
+    purged under the reader, which reads the new one instead of giving up (and folding
+    the whole log)."""
+    blobs = [os.urandom(4 << 20), os.urandom(4 << 20)]
+    await write_snapshot(event_log.js, blobs[0], "first")
+    reader = await EventLog.connect(nats_server.url)
+    replacing = True
+
+    async def replace() -> None:
+        turn = 0
+        while replacing:
+            turn += 1
+            await write_snapshot(event_log.js, blobs[turn % 2], f"write {turn}")
+
+    try:
+        async with background(replace()):
+            for _ in range(6):
+                async with asyncio.timeout(30):
+                    assert await read_snapshot(reader.js) in blobs
+            replacing = False
+    finally:
+        await reader.close()

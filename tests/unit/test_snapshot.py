@@ -3,6 +3,7 @@ the start, byte for byte, and it plans the same; bytes that are not a snapshot o
 are refused with the reason, never half-decoded."""
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -19,6 +20,7 @@ from allot.core import (
     JobStatus,
     PlanMemo,
     State,
+    apply,
     apply_record,
     plan,
     policy_hash,
@@ -35,8 +37,11 @@ from allot.core.snapshot import (
     encode_state,
     read_header,
 )
-from allot.proto.events import EventQuarantined, Meta
+from allot.core.wellformed import MAX_QUANTITY
+from allot.proto.events import EventQuarantined, Meta, UsageCharged
 from allot.proto.subjects import PLAN_EVENTS, subject_for
+from tests import builders as b
+from tests.builders import fold
 from tests.unit.test_read_model_fuzz import PHASES, LogMaker, fold_all
 
 VERSION = "1.0+abc"
@@ -260,3 +265,68 @@ def test_a_refold_from_the_state_an_archive_left_is_the_refold_of_the_whole_log(
         if state.refold_due:
             state = refold(state, records[300:], base())
     assert encode_state(state) == encode_state(whole)
+
+
+def charged_past_64_bits() -> State:
+    """A running job charged three times the most one charge may say: each charge is well
+    formed, but the sums of usage no longer fit the 64 bits MessagePack holds."""
+    state = fold(b.node("n1", 8), b.submitted("j1", gpus=2), b.plan(("j1", "n1", [0, 1])))
+    apply(state, state.seq + 1, b.started("j1", "n1", [0, 1]))
+    minute = 60 * S
+    for i in range(3):
+        charge = UsageCharged(
+            meta=b.meta(), path="lab/team", job_id="j1", attempt=0,
+            from_ns=b.meta().at + i * minute, to_ns=b.meta().at + (i + 1) * minute,
+            gpu_ms=MAX_QUANTITY,
+        )  # fmt: skip
+        apply(state, state.seq + 1, charge)
+    assert state.usage["lab"].total_gpu_ms > 2**64
+    return state
+
+
+def test_a_state_holding_a_number_past_64_bits_has_no_snapshot_and_says_why() -> None:
+    state = charged_past_64_bits()
+    with pytest.raises(SnapshotError, match=f"the state at sequence {state.seq} holds a number"):
+        encode_snapshot(state, VERSION)
+
+
+def _ghost_waits(state: State) -> None:
+    state.pending["ghost"] = None
+    state.queues[("batch", "lab/team")] = [(1, "ghost")]
+
+
+def _queue_of_no_job(state: State) -> None:
+    state.queues[("tier", "nobody")] = [(1, "j1")]
+
+
+def _holds_for_nobody(state: State) -> None:
+    state.holding["ghost"] = {"gpus": 2}
+
+
+def _gpu_held_by_nobody(state: State) -> None:
+    state.nodes["n1"].allocated[7] = "ghost"
+
+
+def _plan_ahead(state: State) -> None:
+    state.last_plan_seq = state.seq + 1
+
+
+@pytest.mark.parametrize(
+    ("forge", "why"),
+    [
+        (_ghost_waits, "pending: not the jobs whose status is pending"),
+        (_queue_of_no_job, "queues: not those of the pending jobs"),
+        (_holds_for_nobody, "holding: not the jobs that hold GPUs"),
+        (_gpu_held_by_nobody, r"nodes\[n1\]\.allocated: GPU 7 held by ghost"),
+        (_plan_ahead, "last_plan_seq=4: not within 0 to its sequence 3"),
+    ],
+)
+def test_a_snapshot_of_a_state_no_fold_makes_is_refused_saying_where(
+    forge: Callable[[State], None], why: str
+) -> None:
+    """Such a state decodes under the types, then fails every planning cycle (a KeyError)
+    or misleads it: refused, the service folds the log instead."""
+    state = fold(b.node("n1", 8), b.submitted("j1", gpus=2), b.submitted("j2", gpus=1))
+    forge(state)
+    with pytest.raises(SnapshotError, match=f"its state is not one a fold makes: {why}"):
+        decode_snapshot(encode_snapshot(state, VERSION), VERSION)
