@@ -12,7 +12,7 @@ import os
 import re
 import ssl
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,8 +29,9 @@ from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted, servers
-from allot.core import JobRecord, State, apply_record, refold
+from allot.core import JobRecord, JobStatus, State, apply_record, refold
 from allot.core.ranks import Process, process_of_worker
+from allot.core.validate import already_ended
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -206,7 +207,7 @@ class AsyncClient:
 
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
-        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3)
+        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3, retried=_did_it)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply
@@ -321,7 +322,10 @@ class AsyncClient:
         timeout: float,
         attempts: int,
         subject: str | None = None,
+        retried: Callable[[R], R] | None = None,
     ) -> R:
+        """``retried``: what a reply to a request sent again means, where an earlier try
+        that was stored but whose answer was lost changes the answer."""
         subject = subject or self.subject(name)
         limit = self.events.nc.max_payload
         if len(payload) > limit:  # nats-py would say only "maximum payload exceeded"
@@ -348,7 +352,7 @@ class AsyncClient:
                 await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
                 attempt += 1
                 continue
-            return reply
+            return retried(reply) if retried is not None and attempt > 0 else reply
 
     async def _request_once(self, subject: str, payload: bytes, timeout: float) -> Msg:
         """One request, or the server's refusal to let this identity send it (it says so
@@ -471,6 +475,15 @@ def local_principal() -> str:
     """Who the local user is, as a principal: for a server without authorization."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", getpass.getuser())[:MAX_PRINCIPAL]
     return name or "anonymous"
+
+
+def _did_it(reply: CancelReply) -> CancelReply:
+    """A cancel sent again that finds the job cancelled: an earlier try was stored and its
+    answer lost (or someone else cancelled it); either way, what was asked for is done."""
+    done = already_ended(JobStatus.CANCELLED)
+    if reply.errors and all(e.field == "job_id" and e.message == done for e in reply.errors):
+        return CancelReply(job_id=reply.job_id)
+    return reply
 
 
 def _retryable(errors: list[FieldError]) -> bool:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 
 from allot.core.durations import format_duration
-from allot.core.model import State
+from allot.core.model import JobStatus, State
 from allot.core.topology import largest_blocks
 from allot.proto import limits
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
@@ -243,12 +243,12 @@ def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
     if job is None:
         return [FieldError(field="job_id", value=shown(request.job_id), message="no such job")]
     if job.status.terminal:
-        return [
-            FieldError(
-                field="job_id", value=request.job_id, message=f"job already ended ({job.status})"
-            )
-        ]
+        return [FieldError(field="job_id", value=request.job_id, message=already_ended(job.status))]
     return []
+
+
+def already_ended(status: JobStatus) -> str:
+    return f"job already ended ({status})"
 
 
 def reason_too_long(reason: str) -> FieldError:

@@ -22,8 +22,19 @@ from allot.bus.identity import OPERATOR, Keyring, load
 from allot.bus.server import free_port
 from allot.bus.snapshots import SNAPSHOT_STREAM, write_snapshot
 from allot.client import AsyncClient
-from allot.proto.commands import SubmitReply
-from allot.proto.subjects import ADMIN, MIRROR, STREAM, SUBMIT, StreamSettings, from_anyone
+from allot.client.client import CommandError
+from allot.core.validate import validate_cancel
+from allot.proto.commands import CancelReply, CancelRequest, SubmitReply
+from allot.proto.events import JobCancelRequested
+from allot.proto.subjects import (
+    ADMIN,
+    CANCEL,
+    MIRROR,
+    STREAM,
+    SUBMIT,
+    StreamSettings,
+    from_anyone,
+)
 from allot.services.replies import not_stored
 from tests import builders as b
 from tests.integration.test_deploy import allot
@@ -349,3 +360,36 @@ async def test_the_snapshots_are_kept_in_as_many_copies_as_the_log(tmp_path: Pat
         finally:
             await events.close()
     assert info.config.num_replicas == 3
+
+
+async def test_a_cancel_whose_answer_was_lost_is_not_reported_as_refused_when_sent_again(
+    nats_server: EmbeddedNats,
+) -> None:
+    """The first cancel was stored but its answer lost (a leader change, a slow link); the
+    try after it finds the job cancelled. That is the outcome asked for, not a refusal."""
+    nc = await nats.connect(nats_server.url)
+    asked: list[bytes] = []
+    cancelled = b.fold(
+        b.submitted("j-1"),
+        JobCancelRequested(meta=b.meta(), job_id="j-1", reason="by its owner"),
+    )
+
+    async def intake(msg: nats.aio.msg.Msg) -> None:
+        asked.append(msg.data)
+        if len(asked) == 1:
+            return  # stored; the answer never arrives
+        request = msgspec.json.decode(msg.data, type=CancelRequest)
+        errors = validate_cancel(request, cancelled)
+        await msg.respond(msgspec.json.encode(CancelReply(job_id="j-1", errors=errors)))
+
+    await nc.subscribe(from_anyone(ADMIN + CANCEL), cb=intake)
+    try:
+        async with await AsyncClient.connect(nats_server.url) as client:
+            reply = await client.cancel("j-1", reason="by its owner", timeout=0.5)
+        async with await AsyncClient.connect(nats_server.url) as client:
+            with pytest.raises(CommandError, match="already ended"):  # sent once, it says so
+                await client.cancel("j-1", timeout=0.5)
+    finally:
+        await nc.close()
+    assert (reply.job_id, reply.errors) == ("j-1", [])
+    assert len(asked) == 3
