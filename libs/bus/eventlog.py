@@ -34,7 +34,7 @@ from nats.js.api import (
     StreamSource,
 )
 from nats.js.client import DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
-from nats.js.errors import APIError, NotFoundError
+from nats.js.errors import APIError, NotFoundError, ServiceUnavailableError
 
 from allot.bus import tracing
 from allot.bus.codec import decode, encode
@@ -76,6 +76,14 @@ _DIRECT_HEADERS = frozenset(
     )
 )
 log = logging.getLogger("allot.bus")
+# What JetStream's API does while a server is away or a stream has no leader: no answer
+# in time, nobody to answer, or "temporarily unavailable" (503). Each passes; ask again.
+NOT_ANSWERING = (
+    TimeoutError,
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    ServiceUnavailableError,
+)
 
 
 class Conflict(Exception):
@@ -202,17 +210,23 @@ class EventLog:
         await self._ensure(mirror)
 
     async def _ensure(self, config: StreamConfig) -> None:
+        """Unanswered questions are waited out: a cluster just started, or one that lost
+        its majority, answers nothing about a stream until it has elected the stream's
+        leader (seconds, under load more than a request's timeout)."""
         assert config.name is not None
         while True:
             try:
                 await self.js.stream_info(config.name)
                 return
+            except NOT_ANSWERING:
+                log.info("no answer about stream %s yet; asking again", config.name)
             except NotFoundError:
                 try:
                     await self.js.add_stream(config)
                     return
-                except nats.errors.TimeoutError:
-                    await asyncio.sleep(RECONNECT_CHECK_S)
+                except NOT_ANSWERING:
+                    pass
+            await asyncio.sleep(RECONNECT_CHECK_S)
 
     async def append(
         self,
@@ -354,7 +368,7 @@ class EventLog:
         try:
             info = await self._js_follower.stream_info(self.settings.name)
             return int(info.state.last_seq) >= seq
-        except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
+        except NOT_ANSWERING:
             return True
 
     async def _subscribe_ordered(
@@ -372,7 +386,7 @@ class EventLog:
                     ),
                     pending_bytes_limit=self.pending_bytes_limit,
                 )
-            except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            except NOT_ANSWERING:
                 if self.nc.is_closed:
                     raise
                 await asyncio.sleep(RECONNECT_CHECK_S)

@@ -393,3 +393,23 @@ async def test_a_cancel_whose_answer_was_lost_is_not_reported_as_refused_when_se
         await nc.close()
     assert (reply.job_id, reply.errors) == ("j-1", [])
     assert len(asked) == 3
+
+
+async def test_a_service_connecting_while_the_log_has_no_leader_waits_for_one(
+    tmp_path: Path,
+) -> None:
+    """A cluster started again, or one that lost its majority, elects the log's leader
+    some seconds after its servers answer; until then nothing answers a question about
+    the stream. A service starting then must wait, not fail on the first unanswered
+    question (a request gives up after 5 s)."""
+    async with NatsCluster(tmp_path / "nats", 3) as cluster:
+        events = await EventLog.connect(cluster.url, settings=R3)
+        await events.append(b.submitted("j-1"), msg_id="m1")
+        info = await events.js.stream_info(STREAM)
+        await events.close()
+        assert info.cluster is not None
+        left = next(m for m in cluster.members if m.server_name != info.cluster.leader)
+        away = [m for m in cluster.members if m is not left]  # the leader among them
+        await asyncio.gather(*(member.stop() for member in away))  # no majority: no leader
+        events = await asyncio.wait_for(EventLog.connect(left.url, settings=R3), 60)
+        await events.close()
