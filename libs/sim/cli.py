@@ -138,6 +138,7 @@ def table(results: list[dict[str, Any]]) -> str:
     rows += [["refused (never fit)", *(str(r.get("refused", 0)) for r in results)]]
     for key in SHOWN:
         rows.append([key, *(f"{r[key]:.4g}" for r in results)])
+    rows += [["decisions (sha256)", *(r["decisions"][:16] for r in results)]]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows

@@ -17,6 +17,7 @@
   fewer.
 """
 
+import hashlib
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -40,6 +41,14 @@ class JobOutcome(msgspec.Struct, kw_only=True):
     lost_gpu_s: float = 0.0  # to preemptions
     failures: int = 0  # runs cut off by a failed node
     failure_lost_gpu_s: float = 0.0
+
+
+def decisions_digest(outcomes: Iterable[JobOutcome]) -> str:
+    """SHA-256 over every job's runs, end and preemptions, in job-id order: two runs of a
+    trace decided alike exactly when their digests are equal (how a change that must not
+    change a decision is checked on whole traces)."""
+    ordered = sorted(outcomes, key=lambda o: o.job_id)
+    return hashlib.sha256(msgspec.json.encode(ordered)).hexdigest()
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -56,7 +56,7 @@ from allot.proto.events import (
     StopRequested,
     UsageCharged,
 )
-from allot.sim.metrics import JobOutcome, compute
+from allot.sim.metrics import JobOutcome, compute, decisions_digest
 from allot.sim.trace import NodeOutage, TraceJob, check_outages
 
 S = 10**9
@@ -490,4 +490,5 @@ def run_policy(
     gpus = settings.nodes * settings.gpus_per_node
     result = compute(name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down)
     result["refused"] = len(simulator.refused)
+    result["decisions"] = decisions_digest(outcomes)
     return result, outcomes

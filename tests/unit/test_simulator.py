@@ -435,3 +435,15 @@ def test_a_run_leaves_no_garbage_for_the_collector() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_the_decisions_digest_names_what_happened_to_every_job() -> None:
+    """Two runs decide alike exactly when their digests are equal: a refactoring that must
+    not change a decision is checked by it, on whole traces."""
+    sim = Settings(nodes=1, gpus_per_node=8)
+    jobs = jobs_of([(0.0, 100.0, 8, "a"), (10.0, 50.0, 4, "b"), (20.0, 30.0, 4, "a")])
+    first = simulate(jobs, sim, DEFAULT_POLICY, "allot")
+    assert simulate(jobs, sim, DEFAULT_POLICY, "allot")["decisions"] == first["decisions"]
+    later = jobs_of([(0.0, 100.0, 8, "a"), (10.0, 50.0, 4, "b"), (21.0, 30.0, 4, "a")])
+    assert simulate(later, sim, DEFAULT_POLICY, "allot")["decisions"] != first["decisions"]
+    assert len(first["decisions"]) == 64  # SHA-256, in hex
