@@ -5,7 +5,7 @@ Each rank's output is read the same way, from the node that ran it."""
 import asyncio
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 
 from allot.bus.identity import load
 from allot.client import AsyncClient
@@ -54,12 +54,22 @@ async def test_a_signed_in_user_reads_output_and_cancels_only_what_they_may(
         await until(operator, lambda s: running(s, job_id))
         job_page = stack.dashboard_url + "jobs/" + job_id
 
-        # Bob may read the page, as everyone may, but neither its output nor its cancel.
+        # Bob may read the page, as everyone may, but neither its output nor its cancel. He
+        # asks before the page has drawn the job (its data held back): the cancel names the
+        # job of the page's address all the same.
         page = await context.new_page()
+        drawn = asyncio.Event()
+
+        async def held_back(route: Route) -> None:
+            await drawn.wait()
+            await route.continue_()
+
+        await page.route("**/api/jobs/**", held_back)
         await sign_in(page, job_page, bob)
         await expect(page.locator("#act-panel")).to_be_visible()
         await page.locator("#cancel-form button").click()
         await expect(page.locator("#act-said")).to_contain_text("bob may not cancel")
+        drawn.set()
         await expect(page.locator("#output pre")).to_contain_text("may not")
         await page.locator("#sign-out").click()
 

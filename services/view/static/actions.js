@@ -111,8 +111,10 @@ function onJobPage() {
     const reason = new FormData(event.target).get("reason") || "";
     said("asking…");
     try {
-      await command("cancel", { job_id: job.job_id, reason: String(reason) });
-      said(`cancel of ${job.job_id} requested, as ${identity.name}`, "ok");
+      // The job of the page's address (dashboard.js's jobId): known before the page has
+      // drawn it, so a cancel asked early is not lost.
+      await command("cancel", { job_id: jobId, reason: String(reason) });
+      said(`cancel of ${jobId} requested, as ${identity.name}`, "ok");
     } catch (error) {
       said(error.message, "error");
     }
