@@ -110,10 +110,12 @@ class Commands:
             f"reply: {contract.reply.__name__}.",
         )(_declared)
 
-    async def serve(self, nc: NATS) -> None:
-        """Start answering on ``nc``, and answer health checks; once."""
+    async def serve(self, nc: NATS, caught_up_at: int) -> None:
+        """Start answering on ``nc``, and answer health checks; once, when the service
+        has first caught up with the log (at ``caught_up_at``)."""
         if self._subscriptions:
             return
+        log.info("%s caught up at sequence %d, accepting commands", self.service, caught_up_at)
         for name, (handler, lane) in self._handlers.items():
             self._subscriptions.append(
                 await nc.subscribe(

@@ -160,6 +160,24 @@ async def _refold(events: EventLog, state: State) -> None:
     log.info("folded again up to sequence %d", state.seq)
 
 
+class Folded:
+    """How far the fold of ``state`` has come, for a command handler waiting to see its
+    own append (or another's) folded: announced each time the fold has caught up."""
+
+    def __init__(self, state: State):
+        self.state = state
+        self._caught_up = asyncio.Condition()
+
+    async def announce(self) -> None:
+        async with self._caught_up:
+            self._caught_up.notify_all()
+
+    async def reached(self, seq: int) -> None:
+        """Once the fold has caught up at ``seq`` or past it."""
+        async with self._caught_up:
+            await self._caught_up.wait_for(lambda: self.state.seq >= seq)
+
+
 class Clock:
     """The clocks, read only here, outside the pure core."""
 

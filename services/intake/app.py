@@ -47,7 +47,14 @@ from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT
 from allot.services.commands import Commands, Lane
 from allot.services.replies import Sender, decode_request, not_stored
-from allot.services.runtime import Clock, event_span, follow_state, spec_attributes, stamp
+from allot.services.runtime import (
+    Clock,
+    Folded,
+    event_span,
+    follow_state,
+    spec_attributes,
+    stamp,
+)
 
 log = logging.getLogger("allot.intake")
 MAX_IN_FLIGHT = 256  # submissions being appended at once
@@ -80,7 +87,7 @@ class Intake:
             self.commands.answer(name, self.cancel, control)
         self.commands.answer(NODE_COMMAND, self.node_command, control)
         self._appending: dict[str, JobSpec] = {}  # job id -> spec appended, not yet folded
-        self._folded = asyncio.Condition()  # notified whenever the fold has caught up
+        self._folded = Folded(self.state)
 
     async def run(self) -> None:
         try:
@@ -91,15 +98,12 @@ class Intake:
             await self.commands.close()
 
     async def _on_caught_up(self) -> None:
-        async with self._folded:
-            self._folded.notify_all()
+        await self._folded.announce()
         for job_id in [j for j in self._appending if j in self.state.jobs]:
             del self._appending[job_id]  # folded: the idempotency index has it now
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
-        if not self.commands.serving:
-            await self.commands.serve(self.events.nc)
-            log.info("caught up at sequence %d, accepting commands", self.state.seq)
+        await self.commands.serve(self.events.nc, self.state.seq)
 
     async def submit(self, payload: bytes, sender: Sender) -> SubmitReply:
         request = decode_request(payload, SubmitRequest)
@@ -186,8 +190,8 @@ class Intake:
         if self.state.seq >= target:
             return False
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(CATCH_UP_S), self._folded:
-                await self._folded.wait_for(lambda: self.state.seq >= target)
+            async with asyncio.timeout(CATCH_UP_S):
+                await self._folded.reached(target)
         return True
 
     async def node_command(self, payload: bytes, sender: Sender) -> NodeCommandReply:

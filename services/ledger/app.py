@@ -45,7 +45,7 @@ from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import ACCOUNTS_APPLY, BUDGET_GRANT
 from allot.services.commands import Commands, Lane
 from allot.services.replies import Sender, decode_request, not_stored
-from allot.services.runtime import Clock, follow_state, stamp
+from allot.services.runtime import Clock, Folded, follow_state, stamp
 
 log = logging.getLogger("allot.ledger")
 MAX_APPLY_BYTES = MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES
@@ -66,7 +66,7 @@ class Ledger:
         one_at_a_time = Lane()
         self.commands.answer(ACCOUNTS_APPLY, self.apply, one_at_a_time)
         self.commands.answer(BUDGET_GRANT, self.grant, one_at_a_time)
-        self._folded = asyncio.Condition()
+        self._folded = Folded(self.state)
         self._charging = asyncio.Lock()
         self._charged_seq = 0  # the last charge (or used-up budget) this ledger appended
 
@@ -155,12 +155,9 @@ class Ledger:
         )
 
     async def _on_caught_up(self) -> None:
-        async with self._folded:
-            self._folded.notify_all()
+        await self._folded.announce()
         await self.charge()
-        if not self.commands.serving:
-            await self.commands.serve(self.events.nc)
-            log.info("caught up at sequence %d, accepting commands", self.state.seq)
+        await self.commands.serve(self.events.nc, self.state.seq)
 
     async def apply(self, payload: bytes, sender: Sender) -> AccountsApplyReply:
         request = decode_request(payload, AccountsApplyRequest)
@@ -218,8 +215,7 @@ class Ledger:
     async def _refused(self, seq: int, field: str) -> FieldError | None:
         """Once ``seq`` is folded: why the fold refused it, if it did (another ledger's
         change came first)."""
-        async with self._folded:
-            await self._folded.wait_for(lambda: self.state.seq >= seq)
+        await self._folded.reached(seq)
         for ignored in reversed(self.state.ignored):
             if ignored.seq == seq:
                 return FieldError(

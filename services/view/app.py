@@ -106,7 +106,7 @@ class View:
     async def _caught_up(self) -> None:
         self._folded()  # after a refold too, which no record's fold announces
         self.model.refresh()
-        await self.commands.serve(self.events.nc)
+        await self.commands.serve(self.events.nc, self.model.state.seq)
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

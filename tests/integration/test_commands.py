@@ -29,7 +29,7 @@ async def serving(
     for name, handler in handlers.items():
         commands.answer(name, handler, shared)
     nc = await nats.connect(url)
-    await commands.serve(nc)
+    await commands.serve(nc, caught_up_at=0)
     try:
         yield commands
     finally:
