@@ -10,6 +10,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from allot.proto import limits
+from allot.proto.codes import GroundCode, ReasonCode
 
 # The schema version events are written with. Version 2: an admission lists placements (one
 # per node) where version 1 had one node_id and its gpus. Older events are upcast as they are
@@ -335,18 +336,18 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PendingReason(msgspec.Struct, frozen=True, kw_only=True):
-    """Why a job is not admitted: a stable code and its parameters."""
+    """Why a job is not admitted: a stable code (``allot.proto.codes``) and its parameters."""
 
     job_id: str
-    code: str
+    code: ReasonCode
     params: ReasonParams = {}
 
 
 class Preemption(msgspec.Struct, frozen=True, kw_only=True):
-    """A running job chosen to stop, why (a stable code) and for whom."""
+    """A running job chosen to stop, on what ground (``allot.proto.codes``) and for whom."""
 
     job_id: str
-    code: str
+    code: GroundCode
     params: ReasonParams = {}
 
 

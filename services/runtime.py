@@ -194,12 +194,21 @@ def code_version() -> str:
     """The package version and a digest of the sources that decide (the core and the
     contracts), so replay can tell whether a plan was made by the same decision code."""
     digest = hashlib.sha256()
+    for name, source in decision_sources():
+        digest.update(name.encode())
+        digest.update(source.read_bytes())
+    return f"{version('allot')}+{digest.hexdigest()[:12]}"
+
+
+def decision_sources() -> list[tuple[str, Path]]:
+    """Every source file of the core and the contracts, subpackages included, by its path
+    within its package."""
+    sources = []
     for package in (allot.core, allot.proto):
         folder = Path(package.__file__ or "").parent
-        for source in sorted(folder.glob("*.py")):
-            digest.update(source.name.encode())
-            digest.update(source.read_bytes())
-    return f"{version('allot')}+{digest.hexdigest()[:12]}"
+        for source in sorted(folder.rglob("*.py")):
+            sources.append((f"{package.__name__}/{source.relative_to(folder)}", source))
+    return sources
 
 
 def stamp(producer: str, clock: Clock) -> Meta:

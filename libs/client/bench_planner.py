@@ -219,7 +219,7 @@ def measure(state: State, repeat: int) -> dict[str, Any]:
     started = time.perf_counter()
     decided = plan(state, NOW, DEFAULT_POLICY)
     cold_ms = (time.perf_counter() - started) * 1000
-    memo = PlanMemo()
+    memo = PlanMemo(state)
     timings = []
     for _ in range(repeat):
         started = time.perf_counter()

@@ -80,7 +80,7 @@ def write_history(path: Path, events: int, seed: int) -> int:
             policy_json=msgspec.json.encode(DEFAULT_POLICY).decode(),
         )
     )  # fmt: skip
-    memo, now, job = PlanMemo(), 0, 0
+    memo, now, job = PlanMemo(log.state), 0, 0
     ends: dict[str, int] = {}  # running job -> when it will exit
     while log.state.seq < events:
         now += MINUTE

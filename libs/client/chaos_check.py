@@ -133,7 +133,7 @@ class _Walk:
         self.nodes_lost += 1
         for gpu in [g for g in self.processes if g[0] == node_id]:
             del self.processes[gpu]
-        for job_id in self.state.holding:
+        for job_id in self.state.holders:
             job = self.state.jobs[job_id]
             if node_id in job.placements:
                 self.lost_with_node.add((job_id, job.attempts, node_id))
@@ -185,7 +185,7 @@ class _Walk:
         process of another job was started and has not ended. (The fold itself never
         allots a GPU twice: an admission onto a held GPU is ignored; what it cannot see is
         a process that outlives the fold's release.)"""
-        for job_id in self.state.holding:
+        for job_id in self.state.holders:
             for node_id, gpus in self.state.jobs[job_id].placements.items():
                 for index in gpus:
                     running = self.processes.get((node_id, index))

@@ -13,7 +13,7 @@ from allot.core.drain import Fate, fates
 from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.owed import OwedDelivered
-from allot.core.planner import Policy, Waiting
+from allot.core.planning import Policy, Waiting
 from allot.proto.events import AccountSettings, JobStarted, PendingReason
 
 

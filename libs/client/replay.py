@@ -19,7 +19,7 @@ from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
 from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
 from allot.core.fairshare import standings
-from allot.core.planner import DEFAULT_POLICY
+from allot.core.planning import DEFAULT_POLICY
 from allot.core.replay import Base, state_at, verify
 from allot.core.snapshot import SnapshotError, decode_snapshot
 from allot.proto.events import EventQuarantined

@@ -277,7 +277,7 @@ async def show_preemption(
             job = state.jobs.get(train)
             if job is None:
                 continue
-            alone = set(state.holding) == {train}
+            alone = set(state.holders) == {train}
             if notebook is None and job.checkpoint_step >= 1 and alone:
                 spec = JobSpec(
                     account="demo", name="notebook", gpus=gpus, workers=nodes,

@@ -8,7 +8,7 @@ one event into a ``State`` the caller owns; ``plan`` decides from a state and a 
 from allot.core.fold import apply, apply_record, refold
 from allot.core.liveness import Hearing, Silence, judge_silence
 from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
-from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash, queue
+from allot.core.planning import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash, queue
 from allot.core.validate import (
     key_reused,
     known_submission,

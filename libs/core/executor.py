@@ -5,10 +5,10 @@ From the folded log and the time, in this order of a job's life:
 1. a running job a plan chose to preempt, or one past its declared ``max_runtime``, gets
    ``StopRequested`` with its grace period (SIGTERM on its nodes);
 2. a job still running when its grace period is over gets ``KillRequested`` (SIGKILL);
-3. a preempted job whose processes have all exited is accounted for: ``JobPreempted`` with
+3. a preempted job whose processes have all exited has its loss settled: ``JobPreempted`` with
    the GPU time it lost since its last checkpoint (``GraceTooShort`` first when it had to
    be killed); a job that cannot resume has lost all its work and ends;
-4. an accounted job that can resume gets ``JobRequeued``;
+4. a settled job that can resume gets ``JobRequeued``;
 5. a draining node that holds no more jobs gets ``NodeDrained``.
 
 Each action names the attempt (or drain) it is for, so the service can give every event a
@@ -18,6 +18,7 @@ message id: redelivery, a retry or a restarted preemptor never does anything twi
 import msgspec
 
 from allot.core.model import JobRecord, State
+from allot.proto.codes import DRAIN
 from allot.proto.events import StopKind
 
 
@@ -34,7 +35,9 @@ class Kill(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int
 
 
-class Account(msgspec.Struct, frozen=True, kw_only=True):
+class SettleLoss(msgspec.Struct, frozen=True, kw_only=True):
+    """Record what a stopped job's stop cost it (``JobPreempted``)."""
+
     job_id: str
     attempt: int
     lost_gpu_ms: int
@@ -54,12 +57,12 @@ class Drained(msgspec.Struct, frozen=True, kw_only=True):
     drain: int
 
 
-Action = Stop | Kill | Account | Requeue | Drained
+Action = Stop | Kill | SettleLoss | Requeue | Drained
 
 
 def due(state: State, now: int) -> list[Action]:
     actions: list[Action] = []
-    holders = sorted(state.holding)
+    holders = sorted(state.holders)
     for job_id in holders:
         job = state.jobs[job_id]
         if job.stop is None:
@@ -71,7 +74,7 @@ def due(state: State, now: int) -> list[Action]:
     for job_id in sorted(state.stopped):
         job = state.jobs[job_id]
         if job.preempted_at is None:
-            actions.append(_account(job))
+            actions.append(_settle(job))
         elif job.spec.resumable:  # accounted for, and not yet requeued
             actions.append(Requeue(job_id=job_id, attempt=job.attempts))
     for node_id, node in sorted(state.nodes.items()):
@@ -86,7 +89,7 @@ def _stop_due(job: JobRecord, now: int) -> Stop | None:
     spec = job.spec
     if job.preemption is not None:
         reason = f"{job.preemption.code} for {job.preemption.params.get('for', '-')}"
-        if job.preemption.code == "DRAIN":
+        if job.preemption.code == DRAIN:
             reason = f"DRAIN of {job.preemption.params.get('node', '-')}"
         return Stop(
             job_id=job.job_id, attempt=job.attempts, grace_ns=spec.grace_ns, reason=reason,
@@ -101,7 +104,7 @@ def _stop_due(job: JobRecord, now: int) -> Stop | None:
     return None
 
 
-def _account(job: JobRecord) -> Account:
+def _settle(job: JobRecord) -> SettleLoss:
     """What a stop cost: GPU time since the last checkpoint (or since the start, for a job
     that cannot resume), in milliseconds."""
     assert job.stop is not None
@@ -112,7 +115,7 @@ def _account(job: JobRecord) -> Account:
     since = max(began, checkpoint) if checkpoint is not None else began
     grace_used = max(0, ended - job.stop.meta.at)
     measured = job.stopped_in_ns if job.stopped_in_ns is not None else grace_used
-    return Account(
+    return SettleLoss(
         job_id=job.job_id,
         attempt=job.attempts,
         lost_gpu_ms=sum(len(g) for g in job.placements.values()) * max(0, ended - since) // 10**6,

@@ -139,31 +139,34 @@ class StandingsMemo:
     """Remembers each account's counted usage and the last ranking: an account's usage
     cannot change until it is charged, its old usage is merged into days, or the hour
     turns; the ranking, until some usage or the accounts change. Using the memo or not
-    gives the same ranking, so replay agrees with the planner whichever it does."""
+    gives the same ranking, so replay agrees with the planner whichever it does. It
+    belongs to one ``state``, and keys what it keeps on that state's versions."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: State) -> None:
+        self.state = state
         self._usage: dict[str, _Counted] = {}  # path -> its usage as last counted
         # The tree as of a version of the accounts: weights, and each parent's children.
-        self._tree: tuple[tuple[int, int], dict[str, int], _Children] | None = None
+        self._tree: tuple[int, dict[str, int], _Children] | None = None
         self._key: tuple[object, ...] | None = None
         self._unchanged: tuple[object, ...] | None = None
         self._value: dict[str, Standing] = {}
         self._ranks: dict[str, AccountRank] = {}
 
-    def standings(self, state: State, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
+    def standings(self, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
+        state = self.state
         now -= now % RESOLUTION_NS
         # Nothing charged, no account added (a job's new account is one), the same hour:
         # the same ranking.
-        unchanged = (id(state), state.fair_share_version, state.usage_version, now, policy)
+        unchanged = (state.fair_share_version, state.usage_version, now, policy)
         if unchanged == self._unchanged:
             return self._value
-        tree = (id(state), state.fair_share_version)
+        tree = state.fair_share_version
         if self._tree is None or self._tree[0] != tree:
             weights = tree_weights(state)
             self._tree = (tree, weights, _children_of(weights))
         _, weights, children = self._tree
         usage = {path: self._usage_at(state, path, now, policy) for path in weights}
-        key = (id(state), state.fair_share_version, now, policy, tuple(usage.values()))
+        key = (state.fair_share_version, now, policy, tuple(usage.values()))
         if key != self._key:
             self._key, self._value = key, _ranked(weights, usage, children)
             self._ranks = {}

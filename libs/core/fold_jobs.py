@@ -56,16 +56,16 @@ def release(state: State, job: JobRecord, at: int) -> None:
         for index in gpus:
             if node.allocated.get(index) == job.job_id:
                 del node.allocated[index]
-    amounts = state.holding.pop(job.job_id, None)
+    amounts = state.holders.pop(job.job_id, None)
     if amounts is not None:
         for path in ancestry(job.spec.account):
-            held = state.held.get(path)
+            held = state.quota_used.get(path)
             if held is None:  # dropped at zero: a job holding nothing leaves nothing to take
                 continue
             for resource, amount in amounts.items():
                 held[resource] -= amount
             if not any(held.values()):
-                del state.held[path]
+                del state.quota_used[path]
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
@@ -300,9 +300,9 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
                 node.allocated[index] = job.job_id
         model = model_of(state.nodes[admission.placements[0].node_id])
         gpus = sum(len(p.gpus) for p in admission.placements)
-        amounts = state.holding[job.job_id] = needs(job.spec, model, gpus)
+        amounts = state.holders[job.job_id] = needs(job.spec, model, gpus)
         for path in ancestry(job.spec.account):
-            held = state.held.setdefault(path, {})
+            held = state.quota_used.setdefault(path, {})
             for resource, amount in amounts.items():
                 held[resource] = held.get(resource, 0) + amount
         job.status = JobStatus.ADMITTED
@@ -336,7 +336,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             waiting.reason = reason
             state.unstated.pop(reason.job_id, None)
     if e.admissions or e.preemptions or e.holds:  # only then: most plans only state reasons
-        state.holding_version += 1
+        state.holders_version += 1
 
 
 def _on_node(state: State, node_id: str, gpus: list[int]) -> bool:
@@ -376,17 +376,17 @@ def _admission_problem(state: State, a: Admission) -> str:
 
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
-    JobRejected: bumps("holding_version", _rejected),
-    JobCancelRequested: bumps("holding_version", _cancel_requested),
-    JobCancelled: bumps("holding_version", _cancelled),
-    JobStarted: bumps("holding_version", _started),
-    JobCheckpointed: bumps("holding_version", _checkpointed),
-    JobExited: bumps("holding_version", _exited),
-    StopRequested: bumps("holding_version", _stop_requested),
-    KillRequested: bumps("holding_version", _kill_requested),
+    JobRejected: bumps("holders_version", _rejected),
+    JobCancelRequested: bumps("holders_version", _cancel_requested),
+    JobCancelled: bumps("holders_version", _cancelled),
+    JobStarted: bumps("holders_version", _started),
+    JobCheckpointed: bumps("holders_version", _checkpointed),
+    JobExited: bumps("holders_version", _exited),
+    StopRequested: bumps("holders_version", _stop_requested),
+    KillRequested: bumps("holders_version", _kill_requested),
     GraceTooShort: _grace_too_short,
-    JobPreempted: bumps("holding_version", _preempted),
-    JobRequeued: bumps("holding_version", _requeued),
+    JobPreempted: bumps("holders_version", _preempted),
+    JobRequeued: bumps("holders_version", _requeued),
     MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
     PolicyAdopted: _policy_adopted,

@@ -303,8 +303,8 @@ class State:
         # Job holding GPUs (admitted or running) -> what it holds of each quota resource,
         # and those summed per account path, below it included: a planning cycle reads
         # these, not every node.
-        self.holding: dict[str, dict[str, int]] = {}
-        self.held: dict[str, dict[str, int]] = {}
+        self.holders: dict[str, dict[str, int]] = {}
+        self.quota_used: dict[str, dict[str, int]] = {}
         # Waiting job -> GPUs kept for it while the jobs preempted for it stop.
         self.holds: dict[str, list[Placement]] = {}
         self.stopped: dict[str, None] = {}  # preempted jobs not yet requeued or ended
@@ -314,7 +314,7 @@ class State:
         self.nodes_version = 0  # bumped whenever a node changes (not what it holds)
         # Bumped whenever what jobs hold or the GPUs kept for waiting jobs may have changed,
         # or how a holder runs (started, checkpointed, being stopped or cancelled)...
-        self.holding_version = 0
+        self.holders_version = 0
         # ...and the jobs that changed so, for views that catch up on them (node events
         # change holders without naming them here: they bump ``nodes_version``).
         self.holder_changes = ChangeFeed()
@@ -379,14 +379,14 @@ def _unqueue(
 FoldRule = Callable[[State, int, Any], None]
 
 
-def bumps(version: Literal["nodes_version", "holding_version"], rule: FoldRule) -> FoldRule:
+def bumps(version: Literal["nodes_version", "holders_version"], rule: FoldRule) -> FoldRule:
     """``rule``, and once it has applied, one more on that version of the state (a rule
     that ignores its event changes nothing and bumps nothing)."""
 
     def fold(state: State, seq: int, event: Any) -> None:
         rule(state, seq, event)
         setattr(state, version, getattr(state, version) + 1)
-        if version == "holding_version":
+        if version == "holders_version":
             state.holder_changes.add(event.job_id)
 
     return fold

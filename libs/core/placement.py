@@ -149,6 +149,12 @@ class Capacity:
                 self.free_by_model[space.model] += 1
         self._index(space)
 
+    def lent(self, gpus_by_node: Iterable[tuple[str, list[int]]]) -> "Lent":
+        """For a trial: these GPUs count as free inside the ``with``, and as taken again
+        after it, whatever the trial placed (``with capacity.lent(...): capacity.place(...)``).
+        The one way a planner tries what freeing GPUs would allow, and undoes it."""
+        return Lent(self, [(node, gpus) for node, gpus in gpus_by_node if node in self.nodes])
+
     def place(
         self, workers: int, per_worker: int, topology: Topology, models: Iterable[str]
     ) -> list[Placement] | None:
@@ -269,6 +275,24 @@ class Capacity:
             del bucket[bisect.bisect_left(bucket, space.node_id)]
             if not bucket:
                 del self._by_free[space.model][space.free]
+
+
+class Lent:
+    """GPUs given for the length of a ``with`` (``Capacity.lent``). A class, not a generator:
+    the victim search enters one per set of victims it tries."""
+
+    __slots__ = ("_capacity", "_gpus")
+
+    def __init__(self, capacity: Capacity, gpus: list[tuple[str, list[int]]]):
+        self._capacity, self._gpus = capacity, gpus
+
+    def __enter__(self) -> None:
+        for node_id, gpus in self._gpus:
+            self._capacity.give(node_id, gpus)
+
+    def __exit__(self, *_: object) -> None:
+        for node_id, gpus in self._gpus:
+            self._capacity.take(node_id, gpus)
 
 
 _Shape = tuple[list[list[int]], dict[int, int], str, str]  # islands, GPU -> island, model, rack

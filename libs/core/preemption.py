@@ -31,13 +31,8 @@ import msgspec
 from allot.core.accounts import ancestry
 from allot.core.model import FeedReader, JobRecord, JobStatus, State
 from allot.core.placement import Capacity
+from allot.proto.codes import FAIR_SHARE, FUNDED, RECLAIM, TIER, GroundCode
 from allot.proto.events import TIERS, JobSpec, Placement
-
-TIER = "TIER"
-FUNDED = "FUNDED"
-RECLAIM = "RECLAIM"
-FAIR_SHARE = "FAIR_SHARE"
-DRAIN = "DRAIN"
 
 MAX_VICTIMS_PER_NODE = 10  # subsets tried per node: 2**10
 
@@ -103,13 +98,8 @@ def choose(
 def _placed_with(
     capacity: Capacity, spec: JobSpec, models: list[str], freed: list[Victim]
 ) -> list[Placement] | None:
-    for victim in freed:
-        _free(capacity, victim, True)
-    try:
+    with capacity.lent(gpus for victim in freed for gpus in victim.placements.items()):
         return capacity.place(spec.workers, spec.gpus, spec.topology, models)
-    finally:
-        for victim in freed:
-            _free(capacity, victim, False)
 
 
 def _on_one_node(
@@ -244,7 +234,7 @@ class Grounds(msgspec.Struct, frozen=True, kw_only=True):
     reclaims_from: frozenset[str]  # accounts borrowing quota it is owed
     under_share: bool  # its account is not over its fair share
     over_share: frozenset[str]  # accounts over their fair share
-    allowed: frozenset[str] = frozenset({TIER, FUNDED, RECLAIM, FAIR_SHARE})  # the policy's
+    allowed: frozenset[GroundCode] = frozenset({TIER, FUNDED, RECLAIM, FAIR_SHARE})  # the policy's
 
 
 class Stoppable(msgspec.Struct, kw_only=True):
@@ -266,7 +256,7 @@ def stoppable_jobs(
     """Computed once per cycle, then filtered for each waiting job by what it is owed.
     In no particular order: ``choose`` orders victims by cost and job id itself.
     ``time_slice_ns``: None where fair share stops nothing."""
-    jobs = [job for job in map(state.jobs.__getitem__, state.holding) if stoppable(job, now)]
+    jobs = [job for job in map(state.jobs.__getitem__, state.holders) if stoppable(job, now)]
     sliced = {job.job_id: job.spec.account for job in jobs if _past_slice(job, now, time_slice_ns)}
     return _summed(jobs, sliced, now, restart_overhead_ms)
 
@@ -318,7 +308,7 @@ class StoppableMemo:
             self._stoppable, self._sliced, self._turns, self._due = {}, {}, [], set()
             self._counted, self._tiers, self._unfunded = {}, [0] * len(TIERS), 0
             self._sliced_sets = None
-            changed, self._value = list(state.holding), None
+            changed, self._value = list(state.holders), None
         self._now = now
         while self._turns and self._turns[0][0] <= now:
             turn = heapq.heappop(self._turns)
@@ -351,7 +341,7 @@ class StoppableMemo:
         if self._sliced.pop(job_id, None) is not None:
             self._sliced_sets = None
         job = state.jobs.get(job_id)
-        if job is None or job_id not in state.holding:
+        if job is None or job_id not in state.holders:
             return
         if job.started_at is not None and job.funded:
             self._turn(job.started_at + job.spec.min_runtime_ns, job_id, now)
@@ -374,7 +364,7 @@ class StoppableMemo:
 
 def candidates(
     stoppable: Stoppable, waiting: JobSpec, grounds: Grounds, exclude: set[str]
-) -> list[tuple[Victim, str]]:
+) -> list[tuple[Victim, GroundCode]]:
     """The running jobs the waiting one may stop, each with its cost and the first ground
     the policy allows that lets it: a higher tier, funding, quota to reclaim, fair share.
     Never a job of a higher tier than the waiting one: it would only win its GPUs back."""
@@ -386,11 +376,12 @@ def candidates(
     reclaims = grounds.reclaims_from if RECLAIM in allowed else frozenset()
     by_share = FAIR_SHARE in allowed and grounds.under_share
     over_share, sliced = grounds.over_share, stoppable.sliced
-    found = []
+    found: list[tuple[Victim, GroundCode]] = []
     for job in stoppable.jobs:
         theirs = _TIER_RANK[job.spec.tier]
         if theirs < rank or job.job_id in exclude:
             continue
+        code: GroundCode
         if by_tier and rank < theirs:
             code = TIER
         elif by_funding and not job.funded:

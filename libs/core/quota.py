@@ -58,7 +58,7 @@ def gpu_amounts(gpus: int, model: str | None) -> Usage:
 class QuotaFrame:
     """What a quota book reads that changes only with the accounts or the nodes: the
     cohorts, the resources each limits, and what the cluster has. A planner keeps one
-    between cycles (``allot.core.planner.PlanMemo``)."""
+    between cycles (``allot.core.planning.PlanMemo``)."""
 
     def __init__(self, state: State):
         self.settings = state.accounts
@@ -113,7 +113,7 @@ class QuotaBook:
         # Shared with the state's until the cycle charges a path: ``charge`` copies its own.
         self._charged: set[str] = set()
         if self.active:
-            self._used = dict(state.held)
+            self._used = dict(state.quota_used)
         strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
         for path in self._used:
             if path not in self._settings:

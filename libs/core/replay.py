@@ -31,7 +31,7 @@ import msgspec
 
 from allot.core.fold import LogRecord, apply_record, refold
 from allot.core.model import State
-from allot.core.planner import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
+from allot.core.planning import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash
 from allot.core.snapshot import SnapshotError, differences, encode_state, read_header
 from allot.proto.events import PlanComputed, PolicyAdopted
 from allot.proto.limits import MAX_EVENT_BYTES, check_json
@@ -90,7 +90,8 @@ def verify(
         f"plans were made by code version {v}; this is {code_version}: verifying anyway"
         for v in sorted(versions - {code_version})
     ]
-    state, memo = (base() if base is not None else State()), PlanMemo()
+    state = base() if base is not None else State()
+    memo = PlanMemo(state)
     for hashed, settings in state.policies.items():  # adopted in what was archived
         if hashed not in policies and (adopted := adopted_policy(settings, hashed)):
             policies[hashed] = adopted
@@ -138,7 +139,8 @@ def verify(
         apply_record(state, record)
         if state.refold_due:
             again = (reread or (lambda: records))()
-            state, memo = refold(state, again, base() if base else None), PlanMemo()
+            state = refold(state, again, base() if base else None)
+            memo = PlanMemo(state)
         result.events += 1
         recompute(record.seq)
         if (divergence := _check_snapshots(checks, state, result)) is not None:

@@ -53,15 +53,15 @@ class StateImage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     unbilled: list[tuple[tuple[str, int], UnbilledRun]]
     usage: dict[str, AccountUsage]
     budgets: dict[str, Budget]
-    holding: dict[str, dict[str, int]]
-    held: dict[str, dict[str, int]]
+    holders: dict[str, dict[str, int]]
+    quota_used: dict[str, dict[str, int]]
     holds: dict[str, list[Placement]]
     stopped: list[str]
     policies: dict[str, str]
     fair_share_version: int
     usage_version: int
     nodes_version: int
-    holding_version: int
+    holders_version: int
     ignored: list[IgnoredEvent]
     ignored_count: int
     last_plan_seq: int
@@ -114,15 +114,15 @@ def encode_state(state: State) -> bytes:
         unbilled=list(state.unbilled.items()),
         usage=state.usage,
         budgets=state.budgets,
-        holding=state.holding,
-        held=state.held,
+        holders=state.holders,
+        quota_used=state.quota_used,
         holds=state.holds,
         stopped=list(state.stopped),
         policies=state.policies,
         fair_share_version=state.fair_share_version,
         usage_version=state.usage_version,
         nodes_version=state.nodes_version,
-        holding_version=state.holding_version,
+        holders_version=state.holders_version,
         ignored=state.ignored,
         ignored_count=state.ignored_count,
         last_plan_seq=state.last_plan_seq,
@@ -200,8 +200,8 @@ def _impossible(state: State) -> str | None:
     if not state.unstated.keys() <= state.pending.keys():
         return "unstated: a job that is not pending"
     holders = {j for j, job in state.jobs.items() if job.status.holds_gpus}
-    if state.holding.keys() != holders:
-        return "holding: not the jobs that hold GPUs"
+    if state.holders.keys() != holders:
+        return "holders: not the jobs that hold GPUs"
     for node_id, node in state.nodes.items():
         for index, job_id in node.allocated.items():
             if job_id not in holders:
@@ -237,15 +237,15 @@ def _state(image: StateImage) -> State:
     state.unbilled = dict(image.unbilled)
     state.usage = image.usage
     state.budgets = image.budgets
-    state.holding = image.holding
-    state.held = image.held
+    state.holders = image.holders
+    state.quota_used = image.quota_used
     state.holds = image.holds
     state.stopped = dict.fromkeys(image.stopped)
     state.policies = image.policies
     state.fair_share_version = image.fair_share_version
     state.usage_version = image.usage_version
     state.nodes_version = image.nodes_version
-    state.holding_version = image.holding_version
+    state.holders_version = image.holders_version
     state.holder_changes = ChangeFeed()
     state.ignored = image.ignored
     state.ignored_count = image.ignored_count

@@ -22,7 +22,7 @@ deeper jobs that fit (``fill_depth``).
 from msgspec.structs import replace
 
 from allot.core import DEFAULT_POLICY, Policy
-from allot.core.preemption import DRAIN, RECLAIM, TIER
+from allot.proto.codes import DRAIN, RECLAIM, TIER
 
 # Depth and fill as the module docstring says: the baselines' own, not Allot's.
 _BASELINE = Policy(queue_depth=100, fill_depth=0)

@@ -97,7 +97,7 @@ class Simulator:
         # With ``record``, every event is kept: a log that replay can verify, showing the
         # simulator's decisions are the planner's own.
         self.events: list[Event] | None = [] if record else None
-        self.memo = PlanMemo()
+        self.memo = PlanMemo(self.state)
         self.now = 0
         self._ids = itertools.count()
         self._order = itertools.count()
@@ -191,7 +191,7 @@ class Simulator:
         their account holds them), since no plan could see anything new."""
         nodes = self.state.nodes
         return (
-            not self.state.holding
+            not self.state.holders
             and not self._arrivals
             and not any(n and nodes[node].lost for node, n in self._ups.items())
         )
@@ -331,7 +331,7 @@ class Simulator:
         )  # fmt: skip
 
     def _on_account(self, _: str) -> None:
-        for job_id in sorted(self.state.holding):
+        for job_id in sorted(self.state.holders):
             self._charge(job_id)
         if self.unfinished:
             self._at(self.now + HOUR_NS, "account", "")

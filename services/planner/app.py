@@ -23,7 +23,7 @@ from allot.core import DEFAULT_POLICY, PlanMemo, Policy, State, plan, policy_has
 from allot.core.accounts import parse_duration
 from allot.core.fairshare import FairSharePolicy
 from allot.core.maxwait import overdue
-from allot.core.planner import Plan
+from allot.core.planning import Plan
 from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
 from allot.services.runtime import (
     Clock,
@@ -66,7 +66,7 @@ class Planner:
         self.plans = 0
         self.conflicts = 0
         self._own_plan_seq = 0  # the last plan this planner appended
-        self._memo = PlanMemo()
+        self._memo = PlanMemo(self.state)
         self._memo_refolds = 0  # the state's refolds the memo was built on
         self.snapshots = SnapshotWriter(
             events, self.code_version, snapshot_every, snapshot_interval_s
@@ -113,7 +113,7 @@ class Planner:
         if self.state.seq < self._own_plan_seq:
             return  # a plan from before its predecessor was folded would repeat it
         if self._memo_refolds != self.state.refolds:  # a quarantine: it remembers another fold
-            self._memo, self._memo_refolds = PlanMemo(), self.state.refolds
+            self._memo, self._memo_refolds = PlanMemo(self.state), self.state.refolds
         now, began, timer = self.clock.now(), time.time_ns(), time.perf_counter()
         decided = plan(self.state, now, self.policy, self._memo)
         self.counts.observe_cycle(time.perf_counter() - timer)

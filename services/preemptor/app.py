@@ -12,7 +12,7 @@ import logging
 from allot.bus.eventlog import EventLog
 from allot.bus.tracing import JobTraces
 from allot.core import State
-from allot.core.executor import Account, Action, Drained, Kill, Requeue, Stop, due
+from allot.core.executor import Action, Drained, Kill, Requeue, SettleLoss, Stop, due
 from allot.proto.events import (
     Event,
     GraceTooShort,
@@ -67,9 +67,9 @@ class Preemptor:
         if isinstance(action, Drained):
             drained = NodeDrained(meta=meta, node_id=action.node_id)
             return [(drained, f"{action.node_id}:drain:{action.drain}")]
-        return self._accounting(action)
+        return self._settling(action)
 
-    def _accounting(self, action: Account) -> list[tuple[Event, str]]:
+    def _settling(self, action: SettleLoss) -> list[tuple[Event, str]]:
         key = f"{action.job_id}:{action.attempt}"
         events: list[tuple[Event, str]] = []
         if action.grace_too_short_ns is not None:

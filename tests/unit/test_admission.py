@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from allot.core import DEFAULT_POLICY, PlanMemo, Policy, apply, plan
 from allot.core.maxwait import overdue
 from allot.core.placement import Capacity
-from allot.core.planner import Plan
+from allot.core.planning import Plan
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
@@ -143,11 +143,11 @@ def test_a_cycle_charges_its_admissions_to_its_own_copy_of_quota_use() -> None:
         b.submitted("j", 2, account="lab/a", at=NOW),
         b.submitted("k", 1, account="lab/a", at=NOW),
     )
-    held = msgspec.json.encode(state.held)
+    held = msgspec.json.encode(state.quota_used)
     decided = plan(state, NOW, DEFAULT_POLICY)
     assert [a.job_id for a in decided.admissions] == ["j"]  # then lab/a is at its quota
     assert reasons(decided)["k"][0] == "QUOTA"
-    assert msgspec.json.encode(state.held) == held
+    assert msgspec.json.encode(state.quota_used) == held
 
 
 def test_past_the_depth_a_job_kept_to_some_models_starts_where_a_held_job_left_room() -> None:
@@ -170,7 +170,7 @@ def test_past_the_depth_a_job_kept_to_some_models_starts_where_a_held_job_left_r
         hold,
     )
     policy = Policy(order="fifo", queue_depth=2, backfill=False, preemption=False)
-    for memo in (None, PlanMemo()):
+    for memo in (None, PlanMemo(state)):
         decided = plan(state, NOW, policy, memo)
         placed = {a.job_id: [(p.node_id, p.gpus) for p in a.placements] for a in decided.admissions}
         assert placed == {"H": [("n0", [0, 1])], "J3": [("n1", [0, 1])]}
@@ -276,7 +276,7 @@ def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     # No head-of-line blocking: what waits for room does not fit in what is left, held
     # GPUs aside; what waits for held GPUs fits only with them.
     left = Capacity.of(state)
-    held_gpus = decided.reservation.held if decided.reservation else []
+    held_gpus = list(decided.reservation.set_aside) if decided.reservation else []
     held_gpus += [p for hold in decided.holds for p in hold.placements]  # kept for preemptors
     for placement in held_gpus:
         left.take(placement.node_id, placement.gpus)
@@ -460,7 +460,7 @@ def test_a_plan_memo_sees_new_quotas_and_lost_nodes() -> None:
     # The memo keeps the quota frame (cohorts, what the cluster has) between cycles; it
     # must notice accounts and nodes changing, or it admits what quota now refuses.
     state = fold(b.node("n1", 4), b.node("n2", 4), account("lab"))
-    memo, policy = PlanMemo(), DEFAULT_POLICY
+    memo, policy = PlanMemo(state), DEFAULT_POLICY
     apply(state, state.seq + 1, b.submitted("j", 4, account="lab/a", at=NOW))
     outcomes = [bool(plan(state, NOW, policy, memo).admissions)]  # no quotas yet
     for event in [
@@ -549,7 +549,7 @@ def test_a_remembered_reservation_is_remade_after_an_admission_ahead_of_it() -> 
         *running("s", "n2", [0, 1, 2, 3], ends_in=2 * HOUR),
         b.submitted("wide", 4, at=NOW),
     )
-    memo = PlanMemo()
+    memo = PlanMemo(state)
     first = plan(state, NOW, DEFAULT_POLICY, memo)
     assert first.reservation is not None
     assert first.reservation.starts_at == NOW + HOUR
@@ -568,7 +568,7 @@ def test_a_remembered_reservation_moves_with_the_clock_once_a_job_overran() -> N
         *running("late", "n1", [0, 1, 2], ends_in=-HOUR // 2),
         b.submitted("wide", 4, at=NOW),
     )
-    memo = PlanMemo()
+    memo = PlanMemo(state)
     for now in (NOW, NOW + HOUR):
         decided = plan(state, now, DEFAULT_POLICY, memo)
         assert decided == plan(state, now, DEFAULT_POLICY)

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from allot.core import DEFAULT_POLICY, Policy, apply, plan
 from allot.core.fairshare import standings
 from allot.core.model import JobRecord
-from allot.core.planner import Plan, _ordered, queue
+from allot.core.planning import Plan, queue
+from allot.core.planning.order import ordered
 from allot.proto.events import TIERS
 from tests import builders as b
 from tests.builders import fold
@@ -136,7 +137,7 @@ def test_merging_the_queues_gives_the_order_a_full_sort_would(
     assert [j.job_id for j in queue(state, now, policy)] == [j.job_id for j in expected]
     # Filling merges the queues split by size: the same order, of the jobs small enough.
     small = [j.job_id for j in expected if j.spec.total_gpus <= 2]
-    assert [j.job_id for j in _ordered(state, ranked, now, policy, fits=2)] == small
+    assert [j.job_id for j in ordered(state, ranked, now, policy, fits=2)] == small
 
 
 def test_ranks_are_stated_only_by_policies_that_use_fair_share() -> None:

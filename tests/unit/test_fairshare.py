@@ -203,11 +203,12 @@ def test_the_memo_ranks_as_a_fresh_ranking_does(
     with counting every bucket afresh, for decay and window alike."""
     from allot.core.fairshare import StandingsMemo
 
-    state, memo, now = cluster({"a": 1, "b": 2, "c": 1}, {}), StandingsMemo(), 100 * HOUR_NS
+    state, now = cluster({"a": 1, "b": 2, "c": 1}, {}), 100 * HOUR_NS
+    memo = StandingsMemo(state)
     for account, back, gpu_ms, step in charged:
         usage = state.usage.setdefault(account, AccountUsage())
         usage.total_gpu_ms += gpu_ms
         usage.add(now // HOUR_NS - back, gpu_ms)  # late charges too
         state.usage_version += 1  # as the fold does with every charge
-        assert memo.standings(state, now, policy) == standings(state, now, policy)
+        assert memo.standings(now, policy) == standings(state, now, policy)
         now += step

@@ -588,7 +588,8 @@ memo_events = st.one_of(
 def test_the_plan_memo_never_changes_a_plan(sequence: list[Event], clock: list[int]) -> None:
     from allot.core import PlanMemo
 
-    state, memo = State(), PlanMemo()
+    state = State()
+    memo = PlanMemo(state)
     now = 0
     for seq, (event, step) in enumerate(zip(sequence, clock, strict=False), start=1):
         apply(state, seq, event)
@@ -604,13 +605,13 @@ def test_what_jobs_hold_is_summed_per_account_path_ancestors_included() -> None:
         b.submitted("b", 1, account="lab/b"),
         b.plan(("a", "n1", [0, 1]), ("b", "n1", [2])),
     )
-    assert {path: held["gpu"] for path, held in state.held.items()} == {
+    assert {path: held["gpu"] for path, held in state.quota_used.items()} == {
         "lab/a": 2,
         "lab/b": 1,
         "lab": 3,
     }
     apply(state, state.seq + 1, b.exited("a", "n1"))
-    assert {path: held["gpu"] for path, held in state.held.items()} == {"lab/b": 1, "lab": 1}
+    assert {path: held["gpu"] for path, held in state.quota_used.items()} == {"lab/b": 1, "lab": 1}
 
 
 def test_a_job_of_no_gpus_is_refused_by_the_fold_as_the_intake_refuses_it() -> None:
@@ -628,5 +629,5 @@ def test_a_job_of_no_gpus_is_refused_by_the_fold_as_the_intake_refuses_it() -> N
     )
     assert "x" not in state.jobs
     assert state.ignored[0].reason.startswith("malformed: gpus='0'")
-    assert state.held == {}
+    assert state.quota_used == {}
     assert state.jobs["y"].status == JobStatus.SUCCEEDED

@@ -29,7 +29,8 @@ def planned(state: State, now: int, memo: PlanMemo) -> bytes:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_no_message_stops_the_fold_or_the_planner(seed: int) -> None:
     records: list[Record] = []
-    state, memo = State(), PlanMemo()
+    state = State()
+    memo = PlanMemo(state)
     refolds, failed = 0, []
 
     def fold(subject: str, data: bytes) -> None:
@@ -43,7 +44,7 @@ def test_no_message_stops_the_fold_or_the_planner(seed: int) -> None:
     for number, (subject, data) in enumerate(Fuzzer(seed).messages(10_000), start=1):
         fold(subject, data)
         if state.refolds != refolds:
-            memo, refolds = PlanMemo(), state.refolds
+            memo, refolds = PlanMemo(state), state.refolds
         if number % 20 == 0:
             fold("allot.evt.plan.PlanComputed", planned(state, number * 10**9, memo))
     assert failed == []

@@ -237,7 +237,8 @@ def test_tiers_go_first_then_fair_share() -> None:
 def test_a_plan_tells_at_most_a_thousand_jobs_queued_and_the_next_the_rest() -> None:
     # After a burst of 25,000 submissions one plan telling each job QUEUED was 1.5 MB: over
     # the log's largest event, so no plan could be stored at all.
-    from allot.core.planner import MAX_QUEUED, QUEUED
+    from allot.core.planning import MAX_QUEUED
+    from allot.proto.codes import QUEUED
 
     state = b.fold(b.node("n1", 1), *[b.submitted(f"j{n:04}", 1) for n in range(2500)])
     told: list[list[str]] = []

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
-from allot.core.executor import Account, Requeue, due
+from allot.core.executor import Requeue, SettleLoss, due
 from allot.core.model import ChangeFeed
 from allot.core.placement import Capacity
 from allot.core.preemption import (
@@ -102,7 +102,7 @@ def test_a_funded_job_inside_its_minimum_runtime_is_never_stopped() -> None:
     )
     state.jobs["protected"].funded = True  # as its admission said, had the plan funded it
     assert protected(state.jobs["protected"], NOW)
-    memo = PlanMemo()  # it must notice the protection end, with nothing else changed
+    memo = PlanMemo(state)  # it must notice the protection end, with nothing else changed
     assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
     assert plan(state, NOW, DEFAULT_POLICY, memo).preemptions == []
     assert not protected(state.jobs["protected"], NOW + 2 * HOUR)
@@ -323,7 +323,7 @@ def test_the_preemptor_requeues_an_accounted_job_even_after_a_restart_in_between
         msgspec.structs.replace(b.exited("v", "n1", 0), meta=b.meta(NOW + S), stopped_in_ns=S),
     )
     [account] = due(state, NOW + 2 * S)
-    assert isinstance(account, Account)
+    assert isinstance(account, SettleLoss)
     assert account.lost_gpu_ms == 2 * (HOUR + S) // 10**6  # no checkpoint: all of it
     apply(state, state.seq + 1, b.preempted("v", lost_gpu_ms=account.lost_gpu_ms))
     assert due(state, NOW + 3 * S) == [Requeue(job_id="v", attempt=0)]  # still owed
@@ -540,9 +540,10 @@ def test_the_remembered_stoppable_jobs_are_those_worked_out_afresh(
 def test_the_remembered_free_gpus_are_those_read_afresh(
     steps: list[tuple[list[Event], int]],
 ) -> None:
-    memo = PlanMemo()
+    memo: PlanMemo | None = None
     for state, _ in _history(steps):
-        kept, fresh = memo.capacity(state), Capacity.of(state)
+        memo = memo or PlanMemo(state)  # one state, changed step by step
+        kept, fresh = memo.capacity(), Capacity.of(state)
         free = {
             node_id: [g.index for g in node.gpus if g.index not in node.allocated]
             for node_id, node in state.nodes.items()

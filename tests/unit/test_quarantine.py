@@ -6,7 +6,7 @@ import msgspec
 from allot.bus.codec import encode
 from allot.bus.eventlog import Record, make_record
 from allot.core import DEFAULT_POLICY, JobStatus, State, apply_record, plan, refold
-from allot.core.planner import policy_hash
+from allot.core.planning import policy_hash
 from allot.core.replay import state_at, verify
 from allot.proto.events import EventQuarantined
 from allot.proto.subjects import subject_for
@@ -68,7 +68,7 @@ def test_a_quarantined_log_folds_as_the_log_without_the_event_and_is_said_once()
     without = fold(records(*events[:2], b.node("n2", 1), *events[3:]))  # same seqs
     assert quarantined.jobs.keys() == without.jobs.keys()
     assert quarantined.nodes["n1"].allocated == without.nodes["n1"].allocated
-    assert quarantined.holding == without.holding
+    assert quarantined.holders == without.holders
 
 
 def test_a_quarantine_must_name_an_earlier_event() -> None:

@@ -50,7 +50,7 @@ S = 10**9
 
 def plans_digest(state: State, now: int, memo: PlanMemo | None = None) -> str:
     """A digest of every decision a plan makes for ``state``, as the planner records it."""
-    event = plan(state, now, DEFAULT_POLICY, memo or PlanMemo()).recorded(
+    event = plan(state, now, DEFAULT_POLICY, memo or PlanMemo(state)).recorded(
         Meta(id="plan", at=now, producer="test"),
         basis_seq=state.seq,
         now=now,
@@ -88,7 +88,8 @@ def test_a_state_planned_on_before_its_snapshot_plans_the_same_after(tmp_path: P
     restarted from one decides as the one that kept planning, at every point of a log
     where plans were made, jobs ran and were charged."""
     records = history(tmp_path, 1500)
-    whole, memo = State(), PlanMemo()
+    whole = State()
+    memo = PlanMemo(whole)
     digests = {}
     for record in records:
         apply_record(whole, record, records)
@@ -300,7 +301,7 @@ def _queue_of_no_job(state: State) -> None:
 
 
 def _holds_for_nobody(state: State) -> None:
-    state.holding["ghost"] = {"gpus": 2}
+    state.holders["ghost"] = {"gpus": 2}
 
 
 def _gpu_held_by_nobody(state: State) -> None:
@@ -316,7 +317,7 @@ def _plan_ahead(state: State) -> None:
     [
         (_ghost_waits, "pending: not the jobs whose status is pending"),
         (_queue_of_no_job, "queues: not those of the pending jobs"),
-        (_holds_for_nobody, "holding: not the jobs that hold GPUs"),
+        (_holds_for_nobody, "holders: not the jobs that hold GPUs"),
         (_gpu_held_by_nobody, r"nodes\[n1\]\.allocated: GPU 7 held by ghost"),
         (_plan_ahead, "last_plan_seq=4: not within 0 to its sequence 3"),
     ],

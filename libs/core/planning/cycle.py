@@ -1,0 +1,192 @@
+"""One planning cycle's working state, and the few things every phase does with it: admit
+a job, tell a job why it waits, keep the GPUs of a hold. The phases (``judge``,
+``reserve``, ``fill``, ``preempt``, ``elastic``) are functions of a ``Cycle``."""
+
+from typing import NamedTuple
+
+import msgspec
+
+from allot.core.budgets import fund
+from allot.core.fairshare import Standing
+from allot.core.model import JobRecord, State
+from allot.core.placement import Capacity
+from allot.core.planning.memo import Holders, PlanMemo, Releases
+from allot.core.planning.order import exhausted_accounts
+from allot.core.planning.policy import Policy
+from allot.core.quota import QuotaBook, QuotaFrame, needs
+from allot.proto.codes import ReasonCode
+from allot.proto.events import (
+    Admission,
+    Hold,
+    JobSpec,
+    PendingReason,
+    Placement,
+    Preemption,
+    ReasonParams,
+    Topology,
+)
+
+
+class JobShape(NamedTuple):
+    """What placement sees of a job: on the same free GPUs, jobs of one shape fit, or fail
+    to fit, alike. Cycles cache what did not fit by it, so a job field that comes to change
+    where a job fits belongs here, and only here."""
+
+    workers: int
+    gpus: int  # per worker
+    topology: Topology
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> "JobShape":
+        return cls(spec.workers, spec.gpus, spec.topology)
+
+    def place(self, capacity: Capacity, models: list[str]) -> list[Placement] | None:
+        return capacity.place(self.workers, self.gpus, self.topology, models)
+
+
+class Demand(NamedTuple):
+    """What quota and placement see of a job: in one cycle, jobs of one demand are admitted,
+    or refused for one reason, alike (quota room and free GPUs only shrink). A job field
+    that comes to change what a job is charged, or where it fits, belongs here or in
+    ``JobShape``."""
+
+    account: str
+    shape: JobShape
+    flavor: str | None
+    cpus: int
+    memory_mib: int
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> "Demand":
+        return cls(spec.account, JobShape.of(spec), spec.flavor, spec.cpus, spec.memory_mib)
+
+
+Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
+
+
+class Waiting(msgspec.Struct, frozen=True, kw_only=True):
+    """A job left waiting, as this cycle sees it: its reason and the figures of the moment
+    (``detail``: free GPUs, the largest block, an estimated start...)."""
+
+    reason: PendingReason
+    position: int  # in the planner's order, from 1
+    detail: ReasonParams = {}
+
+
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    starts_at: int  # estimated from running jobs' declared max_runtime
+    placements: list[Placement]  # what it will take then
+    set_aside: list[Placement]  # of those, the GPUs free now, that backfill must leave alone
+
+
+class Admitted(msgspec.Struct, kw_only=True):
+    job: JobRecord
+    placements: list[Placement]
+    funded: bool
+
+
+class Cycle:
+    """One cycle's working state: what is still free, quota use, the reservation, and the
+    decisions so far."""
+
+    def __init__(
+        self,
+        state: State,
+        now: int,
+        policy: Policy,
+        ranked: dict[str, Standing],
+        memo: PlanMemo | None = None,
+    ):
+        self.state, self.now, self.policy, self.ranked = state, now, policy, ranked
+        self.memo = memo
+        # Without a memo, what follows from the holders is still worked out once a cycle.
+        self.holders = memo.holders() if memo is not None else Holders(state)
+        self.capacity = memo.capacity() if memo is not None else Capacity.of(state)
+        # GPUs kept for jobs that preempted others: nobody else takes them once free.
+        for placements in state.holds.values():
+            self.keep(placements, take=True)
+        self.free_at_start = dict(self.capacity.free_by_model)
+        frame: QuotaFrame | None = None
+        if memo is not None and policy.quotas:
+            frame = memo.quota_frame()
+        self.quotas = QuotaBook(state, frame) if policy.quotas else QuotaBook(State())
+        self.exhausted = exhausted_accounts(state, now)
+        self.budget_reserved: dict[str, int] = {}  # budget promised to jobs funded this cycle
+        self.admitted: list[Admitted] = []
+        self.waiting: list[Waiting] = []
+        self.reservation: Reservation | None = None
+        self.reservation_tries = 0
+        # The releases as of how many admissions, and whether they depend on ``now``.
+        self.releases: tuple[int, Releases] = (-1, [])
+        self.releases_timed = False
+        self.preemptions: list[Preemption] = []
+        self.holds: list[Hold] = []  # new holds, and emptied ones that end
+        self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
+        for job_id in state.holders if state.holds else ():  # jobs stop only for holds
+            chosen = state.jobs[job_id].preemption
+            if chosen is not None and "for" in chosen.params:
+                waiting = str(chosen.params["for"])
+                self.stopping_for[waiting] = self.stopping_for.get(waiting, 0) + 1
+        # (shape, models, may use set-aside GPUs) -> why such a job does not fit. Within a
+        # cycle free space only shrinks, so a shape that failed once fails again.
+        self.unplaced: dict[tuple[JobShape, tuple[str, ...], bool], Refusal] = {}
+        # (demand, may use set-aside GPUs) -> the refusal, and the quota version it was
+        # made at (``judge.verdict``)
+        self.refused: dict[tuple[Demand, bool], tuple[Refusal, int]] = {}
+
+    def admission(self, admitted: Admitted) -> Admission:
+        return Admission(
+            job_id=admitted.job.job_id, placements=admitted.placements, funded=admitted.funded
+        )
+
+    def no_room(self) -> bool:
+        """No GPU is left that a waiting job could take (backfill may use the GPUs set
+        aside for the reservation). Without schedulable nodes, each job is told so."""
+        set_aside = self.reservation is not None and self.reservation.set_aside
+        return (
+            bool(self.capacity.nodes)
+            and not set_aside
+            and not any(self.capacity.free_by_model.values())
+        )
+
+    def models_of(self, job: JobRecord) -> list[str]:
+        return [job.spec.flavor] if job.spec.flavor else self.capacity.models
+
+    def ends_before_reservation(self, job: JobRecord) -> bool:
+        """Whether the job's declared runtime ends before the reservation starts: only such
+        a job may use the GPUs set aside for it."""
+        runtime = job.spec.max_runtime_ns
+        return (
+            self.reservation is not None
+            and runtime is not None
+            and self.now + runtime <= self.reservation.starts_at
+        )
+
+    def keep(self, placements: list[Placement], take: bool) -> None:
+        """Keep (or hand back) the GPUs of a hold that are free: not allocated in the log."""
+        for placement in placements:
+            node = self.state.nodes.get(placement.node_id)
+            if node is None or placement.node_id not in self.capacity.nodes:
+                continue
+            free = [g for g in placement.gpus if g not in node.allocated]
+            (self.capacity.take if take else self.capacity.give)(placement.node_id, free)
+
+    def admit(self, job: JobRecord, placements: list[Placement]) -> None:
+        for placement in placements:
+            self.capacity.take(placement.node_id, placement.gpus)
+        model = self.capacity.nodes[placements[0].node_id].model
+        self.quotas.charge(job.spec.account, needs(job.spec, model))
+        funded = fund(self.state, job.spec, self.now, self.budget_reserved)
+        self.admitted.append(Admitted(job=job, placements=placements, funded=funded))
+
+    def wait(
+        self,
+        job: JobRecord,
+        position: int,
+        code: ReasonCode,
+        params: ReasonParams,
+        detail: ReasonParams | None = None,
+    ) -> None:
+        reason = PendingReason(job_id=job.job_id, code=code, params=params)
+        self.waiting.append(Waiting(reason=reason, position=position, detail=detail or {}))

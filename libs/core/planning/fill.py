@@ -1,0 +1,52 @@
+"""Phase 4: past the depth, GPUs that are still free go to the jobs that need no more than
+are left, in queue order (``fill_depth`` of them at most), on the terms of phases 2 and 3.
+Those that do not fit are told nothing new, as any job past the depth."""
+
+from allot.core.planning.cycle import Cycle, JobShape
+from allot.core.planning.judge import verdict
+from allot.core.planning.order import ordered
+
+
+def fill(cycle: Cycle, limit: int) -> None:
+    """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
+    the reservation, which a job that ends before it starts may use) start where they fit."""
+    if cycle.no_room():
+        return
+    if not any(cycle.capacity.free_by_model.values()) and not _could_end_before(cycle):
+        return  # only GPUs set aside for the reservation are free, and no job ends in time
+    looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
+    left = _left(cycle)
+    for job in ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left):
+        if limit == 0:
+            return
+        if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
+            continue  # looked at, or kept for; or what is left shrank since the merge began
+        limit -= 1
+        short = cycle.ends_before_reservation(job)
+        tried = (JobShape.of(job.spec), tuple(cycle.models_of(job)), short)
+        if not cycle.quotas.by_model and tried in cycle.unplaced:
+            # Its shape found no room on the models its quota allows (all, when quotas do
+            # not name models; none would be a refusal anyway): refused, whatever its
+            # quota, which a cycle past its depth states nothing about.
+            continue
+        found, _ = verdict(cycle, job, short)
+        if isinstance(found, list):
+            cycle.admit(job, found)  # only an admission leaves less room
+            if cycle.no_room():
+                return
+            left = _left(cycle)
+
+
+def _could_end_before(cycle: Cycle) -> bool:
+    """Whether some waiting job declares a runtime that ends before the reservation starts
+    (only such a job may use the GPUs set aside for it)."""
+    runtimes, reserved = cycle.state.waiting_runtimes, cycle.reservation
+    return reserved is not None and bool(runtimes) and cycle.now + runtimes[0] <= reserved.starts_at
+
+
+def _left(cycle: Cycle) -> int:
+    """The most GPUs a job could get now: the free GPUs of one model, and those set aside
+    for the reservation."""
+    reservation = cycle.reservation
+    set_aside = sum(len(p.gpus) for p in reservation.set_aside) if reservation else 0
+    return max(cycle.capacity.free_by_model.values(), default=0) + set_aside

@@ -1,0 +1,169 @@
+"""Phase 2: each job in order is placed now, or told why not.
+
+Quota first: the job must fit its nominal quota, borrowing and lending limits (``quota``).
+Then placement: whole gangs only, topology respected, best fit (``placement``). A job
+that ends before the reservation starts may use the GPUs set aside for it (backfill, R5).
+The first jobs short of room get a reservation (``reserve``).
+"""
+
+import msgspec
+
+from allot.core.model import JobRecord
+from allot.core.planning.cycle import Cycle, Demand, JobShape, Refusal
+from allot.core.planning.reserve import may_reserve, reserve
+from allot.core.quota import QuotaBlock
+from allot.core.topology import model_of
+from allot.proto.codes import (
+    BEHIND,
+    BUDGET_EXHAUSTED,
+    NO_BLOCK,
+    NO_FIT,
+    NO_NODES,
+    NODE_CORDONED,
+    PREEMPTING,
+    QUOTA,
+    RESERVED_FOR,
+    ReasonCode,
+)
+from allot.proto.events import Hold, Placement, ReasonParams
+
+# Short of room: what a reservation, and preemption, can help.
+SHORT_OF_ROOM: tuple[ReasonCode, ...] = (NO_FIT, NO_BLOCK, BEHIND)
+_ROOM_CODES: tuple[ReasonCode, ...] = (*SHORT_OF_ROOM, RESERVED_FOR)
+
+
+def consider(cycle: Cycle, job: JobRecord, position: int) -> None:
+    held = cycle.state.holds.get(job.job_id)
+    if held is not None and _consider_held(cycle, job, position, held):
+        return
+    found, fresh = verdict(cycle, job, cycle.ends_before_reservation(job))
+    if isinstance(found, list):
+        return cycle.admit(job, found)
+    code, params, detail = found
+    if fresh and code in SHORT_OF_ROOM and may_reserve(cycle):
+        reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
+        if cycle.reservation is not None:
+            detail = {**detail, "estimated_start": cycle.reservation.starts_at}
+    cycle.wait(job, position, code, params, detail)
+
+
+def behind(cycle: Cycle, job: JobRecord, position: int) -> None:
+    """Strict order: the job waits behind the first that did."""
+    cycle.wait(job, position, BEHIND, {"need": job.spec.total_gpus})
+
+
+def verdict(cycle: Cycle, job: JobRecord, short: bool) -> tuple[list[Placement] | Refusal, bool]:
+    """Where the job starts, or why it cannot; and whether that was worked out afresh.
+    Free space and quota room only shrink within a cycle: a job of a demand refused before
+    is refused for the same reason."""
+    spec = job.spec
+    demand = (Demand.of(spec), short)
+    known = cycle.refused.get(demand)
+    if known is not None:
+        refused, version = known
+        if refused[0] in _ROOM_CODES and version != cycle.quotas.version:
+            # Quota room shrank since: the first limit that binds is the one to tell.
+            block = cycle.quotas.models_allowed(spec, cycle.models_of(job))[1]
+            if block is not None:
+                refused = _quota_refusal(block)
+            cycle.refused[demand] = (refused, cycle.quotas.version)
+        return refused, False
+    found = _judge(cycle, job, short)
+    if not isinstance(found, list):
+        cycle.refused[demand] = (found, cycle.quotas.version)
+    return found, True
+
+
+def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Placement]) -> bool:
+    """A job others are being stopped for: it starts once its GPUs are free. Whether it was
+    dealt with; a hold nothing is being stopped for any more is let go."""
+    cycle.keep(held, take=False)
+    models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+    placements = JobShape.of(job.spec).place(cycle.capacity, models)
+    if placements is not None:
+        cycle.admit(job, placements)
+        return True
+    stopping = cycle.stopping_for.get(job.job_id, 0)
+    if not stopping:
+        cycle.holds.append(Hold(job_id=job.job_id, placements=[]))
+        return False
+    cycle.keep(held, take=True)
+    cycle.wait(job, position, PREEMPTING, {}, {"stopping": stopping})
+    return True
+
+
+def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refusal:
+    """Where the job goes now, or why it cannot."""
+    spec, capacity = job.spec, cycle.capacity
+    if not capacity.nodes:
+        return NO_NODES, {}, {}
+    if spec.flavor and spec.flavor not in capacity.free_by_model:
+        unschedulable = {
+            model_of(n) for n in cycle.state.nodes.values() if not n.schedulable and not n.lost
+        }
+        code: ReasonCode = NODE_CORDONED if spec.flavor in unschedulable else NO_NODES
+        return code, {"flavor": spec.flavor}, {}
+    allowed, block = cycle.quotas.models_allowed(spec, cycle.models_of(job))
+    if block is not None:
+        return _quota_refusal(block)
+    shape = JobShape.of(spec)
+    tried = (shape, tuple(allowed), short)
+    if tried not in cycle.unplaced:
+        placements = _place(cycle, shape, allowed, short)
+        if placements is not None:
+            return placements
+        cycle.unplaced[tried] = _why(cycle, shape, allowed, short)
+    code, params, detail = cycle.unplaced[tried]
+    if spec.account in cycle.exhausted:
+        budget: ReasonParams = {"account": cycle.exhausted[spec.account]}
+        return BUDGET_EXHAUSTED, budget, {"then": code, **detail}
+    return code, params, detail
+
+
+def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> list[Placement] | None:
+    reservation = cycle.reservation
+    if not short or reservation is None:
+        return shape.place(cycle.capacity, models)
+    # It ends before the reservation starts, so it may use the GPUs set aside meanwhile;
+    # those it takes are no longer set aside.
+    with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
+        placements = shape.place(cycle.capacity, models)
+    taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
+    still = [
+        Placement(node_id=p.node_id, gpus=gpus)
+        for p in reservation.set_aside
+        if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
+    ]
+    cycle.reservation = msgspec.structs.replace(reservation, set_aside=still)
+    return placements
+
+
+def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refusal:
+    """Why a job that quota allows does not fit: code, parameters, figures of the moment."""
+    capacity, reservation = cycle.capacity, cycle.reservation
+    need = shape.workers * shape.gpus
+    if reservation is not None and not short:
+        with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
+            fits = shape.place(capacity, models)
+        if fits is not None:
+            return (
+                RESERVED_FOR,
+                {"job": reservation.job_id},
+                {"estimated_start": reservation.starts_at},
+            )
+    free = max((capacity.free_by_model.get(m, 0) for m in models), default=0)
+    if free >= need:
+        largest = capacity.largest(shape.gpus, shape.topology, models)
+        return NO_BLOCK, {"need": need, "topology": shape.topology}, {"largest": largest}
+    if max((cycle.free_at_start.get(m, 0) for m in models), default=0) >= need:
+        return BEHIND, {"need": need}, {"free": free}
+    return NO_FIT, {"need": need}, {"free": free}
+
+
+def _quota_refusal(block: QuotaBlock) -> Refusal:
+    params: ReasonParams = {
+        "account": block.account,
+        "resource": block.resource,
+        "need": block.need,
+    }
+    return QUOTA, params, {"available": block.available}

@@ -1,0 +1,247 @@
+"""Phase 5: waiting jobs short of room that are owed GPUs (a higher tier, funding, quota
+they lent, fair share) pick the cheapest running jobs to stop (``allot.core.preemption``);
+the GPUs they will take are held for them until they start. Jobs on draining nodes are
+stopped as their protection ends, those that cannot resume only by a drain ``--now``
+(``allot.core.drain``)."""
+
+from collections.abc import Iterable, Iterator
+
+from allot.core.accounts import ancestry
+from allot.core.budgets import fund
+from allot.core.drain import draining
+from allot.core.model import JobRecord
+from allot.core.planning.cycle import Cycle, Demand, Waiting
+from allot.core.planning.judge import SHORT_OF_ROOM
+from allot.core.preemption import (
+    Grounds,
+    Stoppable,
+    Victim,
+    candidates,
+    choose,
+    could_claim,
+    stoppable_jobs,
+)
+from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, PREEMPTING, RECLAIM, TIER, GroundCode
+from allot.proto.events import Hold, JobSpec, PendingReason, Placement, Preemption
+
+Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
+
+
+def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
+    """``rest``: the jobs the cycle did not reach, in order, of which those within ``depth``
+    are scanned after those it looked at."""
+    allowed = frozenset(cycle.policy.grounds)
+    over_share = frozenset(a for a, s in cycle.ranked.items() if s.over_share)
+    chosen_victims: set[str] = set()
+    running = _stoppable(cycle) if {TIER, FUNDED, FAIR_SHARE} & allowed else None
+    may_claim = _may_claim(cycle, running, over_share, allowed)
+    if any(may_claim.values()):
+        _scan(cycle, rest, depth, running, may_claim, over_share, chosen_victims)
+    for job_id, node_id in draining(cycle.state, cycle.now):
+        if job_id not in chosen_victims and DRAIN in allowed:
+            cycle.preemptions.append(
+                Preemption(job_id=job_id, code=DRAIN, params={"node": node_id})
+            )
+
+
+def _stoppable(cycle: Cycle) -> Stoppable:
+    policy = cycle.policy
+    # Which accounts have jobs past the time slice matters only to fair share.
+    time_slice = policy.time_slice_ns if FAIR_SHARE in policy.grounds else None
+    restart_ms = policy.restart_overhead_ns // 1_000_000
+    if cycle.memo is not None:
+        return cycle.memo.stoppable.stoppable_jobs(cycle.state, cycle.now, restart_ms, time_slice)
+    return stoppable_jobs(cycle.state, cycle.now, restart_ms, time_slice)
+
+
+def _may_claim(
+    cycle: Cycle,
+    running: Stoppable | None,
+    over_share: frozenset[str],
+    allowed: frozenset[GroundCode],
+) -> dict[tuple[str, str], bool]:
+    """(tier, account) of each waiting queue -> whether any of its jobs could have grounds
+    to stop a running job: ``could_claim`` with grounds that hold for the best placed job of
+    the queue (funded if a budget is on its path; reclaiming with its account's smallest
+    waiting job), so a cycle where no queue could skips the scan. ``running`` is needed
+    for, and given with, the grounds other than RECLAIM."""
+    state = cycle.state
+    budgets, claims = state.budgets, {}
+    alike: dict[tuple[str, bool, bool], bool] = {}  # (tier, funded, under share) -> claim
+    for tier, account in state.queues:
+        funded = bool(budgets) and any(path in budgets for path in ancestry(account))
+        under_share = account not in over_share
+        claim = alike.get((tier, funded, under_share))
+        if claim is None:
+            grounds = Grounds(
+                funded=funded,
+                reclaims_from=frozenset(),  # judged below, where no other ground holds
+                under_share=under_share,
+                over_share=over_share,
+                allowed=allowed,
+            )
+            claim = alike[tier, funded, under_share] = could_claim(running, tier, grounds)
+        claims[tier, account] = claim
+    unclaimed = {account for (_, account), claim in claims.items() if not claim}
+    # Reclaiming asks the quota book, account by account: only for the accounts no other
+    # ground lets claim, each with the fewest GPUs one of its jobs needs.
+    if unclaimed and RECLAIM in allowed and cycle.quotas.active:
+        smallest: dict[str, int] = {}
+        for gpus in sorted(state.sized_queues):
+            for _, account in state.sized_queues[gpus]:
+                if account in unclaimed:
+                    smallest.setdefault(account, gpus)
+            if len(smallest) == len(unclaimed):
+                break
+        borrowers = cycle.quotas.borrowers_against
+        reclaiming = {account for account, gpus in smallest.items() if borrowers(account, gpus)}
+        if reclaiming:
+            claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
+    return claims
+
+
+def _reclaims(cycle: Cycle, account: str, gpus: int) -> frozenset[str]:
+    """Whom ``account`` may reclaim quota from for a job of ``gpus``."""
+    if RECLAIM not in cycle.policy.grounds or not cycle.quotas.active:
+        return frozenset()
+    return cycle.quotas.borrowers_against(account, gpus)
+
+
+def _scan(
+    cycle: Cycle,
+    rest: Queued,
+    depth: int,
+    running: Stoppable | None,
+    may_claim: dict[tuple[str, str], bool],
+    over_share: frozenset[str],
+    chosen_victims: set[str],
+) -> None:
+    """Waiting jobs short of room, in queue order, pick their victims (see ``preempt``).
+    Without ``running``, the policy preempts only to reclaim quota: the running jobs are
+    looked at once some job could reclaim any."""
+    tries = cycle.policy.preemptors_per_cycle
+    # Jobs alike in what they may claim, that were owed nothing (or could not use what they
+    # were owed): victims only get fewer as the cycle goes, so neither is one like them.
+    owed_nothing: set[tuple[Demand, str, int]] = set()
+    allowed = frozenset(cycle.policy.grounds)
+    state, now, capacity = cycle.state, cycle.now, cycle.capacity
+    for n, job, position in _short_of_room(cycle, rest, depth, may_claim):
+        if tries == 0:
+            break
+        spec = job.spec
+        alike = (Demand.of(spec), spec.tier, spec.min_runtime_ns)
+        if alike in owed_nothing:
+            continue
+        if n is None and cycle.quotas.models_allowed(spec, cycle.models_of(job))[1]:
+            owed_nothing.add(alike)  # not reached, and its quota would refuse it
+            continue
+        grounds = Grounds(  # the dearer grounds only where some running job could meet them
+            funded=(running is None or running.any_unfunded)
+            and fund(state, spec, now, dict(cycle.budget_reserved)),
+            reclaims_from=_reclaims(cycle, spec.account, spec.total_gpus),
+            under_share=spec.account not in over_share,
+            over_share=over_share,
+            allowed=allowed,
+        )
+        if not could_claim(running, spec.tier, grounds):
+            owed_nothing.add(alike)
+            continue
+        running = running or _stoppable(cycle)  # listed once some job could claim
+        if not running.jobs:
+            break
+        owed = candidates(running, spec, grounds, chosen_victims)
+        if not owed:
+            owed_nothing.add(alike)
+            continue
+        tries -= 1
+        models = cycle.quotas.models_allowed(spec, cycle.models_of(job))[0]
+        reservation = cycle.reservation
+        own = reservation if reservation and reservation.job_id == job.job_id else None
+        # What is set aside for it is its to use; set aside still, for this cycle, after:
+        # jobs behind it were told so (RESERVED_FOR). Next cycle the hold alone speaks for it.
+        with capacity.lent((p.node_id, p.gpus) for p in (own.set_aside if own else ())):
+            found = _choose(cycle, spec, models, owed, grounds.reclaims_from, over_share)
+        if found is None:
+            if own is None:
+                owed_nothing.add(alike)
+            continue
+        victims, placements = found
+        code_of = {victim.job_id: code for victim, code in owed}
+        for victim in victims:
+            cycle.preemptions.append(
+                Preemption(
+                    job_id=victim.job_id, code=code_of[victim.job_id], params={"for": job.job_id}
+                )
+            )
+            chosen_victims.add(victim.job_id)
+        cycle.holds.append(Hold(job_id=job.job_id, placements=placements))
+        cycle.keep(placements, take=True)
+        reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
+        stopping = Waiting(reason=reason, position=position, detail={"stopping": len(victims)})
+        if n is None:
+            cycle.waiting.append(stopping)
+        else:
+            cycle.waiting[n] = stopping
+
+
+def _choose(
+    cycle: Cycle,
+    spec: JobSpec,
+    models: list[str],
+    owed: list[tuple[Victim, GroundCode]],
+    borrowers: frozenset[str],
+    over_share: frozenset[str],
+) -> tuple[list[Victim], list[Placement]] | None:
+    """The cheapest victims among those ``owed``. Where the policy ranks by fair share,
+    quota is reclaimed from borrowers over their share when they suffice, and from those
+    under it only when they do not (as Kueue's fair sharing reclaims from the queue most
+    over its share first). A borrower under its share holds its GPUs because it ranked
+    first; by cost alone its jobs, having started last, would be the first stopped."""
+    victims = [victim for victim, _ in owed]
+    if cycle.ranked:
+        jobs = cycle.state.jobs
+
+        def over(account: str) -> bool:  # the borrowing account on its path is
+            return any(a in over_share for a in ancestry(account) if a in borrowers)
+
+        preferred = [
+            victim
+            for victim, code in owed
+            if code != RECLAIM or over(jobs[victim.job_id].spec.account)
+        ]
+        if preferred and len(preferred) < len(victims):
+            found = choose(cycle.capacity, spec, models, preferred)
+            if found is not None:
+                return found
+    return choose(cycle.capacity, spec, models, victims)
+
+
+def _short_of_room(
+    cycle: Cycle, rest: Queued, depth: int, may_claim: dict[tuple[str, str], bool]
+) -> Iterator[tuple[int | None, JobRecord, int]]:
+    """Waiting jobs that lack only room, of the queues that ``may_claim``, in queue order,
+    as (their index in ``waiting``, or None for one the cycle did not look at; the job; its
+    position). The jobs the cycle looked at all come before those it did not reach."""
+    holds, exhausted, jobs = cycle.state.holds, cycle.exhausted, cycle.state.jobs
+    for n in range(len(cycle.waiting)):  # it grows with the jobs of ``rest`` only
+        waiting = cycle.waiting[n]
+        if waiting.reason.code in SHORT_OF_ROOM:
+            job = jobs[waiting.reason.job_id]
+            spec = job.spec
+            if (
+                may_claim[spec.tier, spec.account]
+                and job.job_id not in holds
+                and spec.account not in exhausted
+            ):
+                yield n, job, waiting.position
+    free = cycle.capacity.free_by_model
+    for position, job in rest:
+        if position > depth:
+            return
+        spec = job.spec
+        if not may_claim[spec.tier, spec.account]:
+            continue
+        if job.job_id in holds or spec.account in exhausted:
+            continue
+        if not spec.flavor or spec.flavor in free:
+            yield None, job, position
