@@ -11,11 +11,42 @@ state is the fold of the log before it without that event. The fold marks the st
 """
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, cast
 
 from allot.core import fold_jobs, fold_ledger, fold_nodes, wellformed
 from allot.core.model import FoldRule, Ignore, State
-from allot.proto.events import Event, EventQuarantined, PlanComputed
+from allot.proto.events import (
+    AccountDefined,
+    AccountRemoved,
+    AccountsApplied,
+    AccountUpdated,
+    BudgetExhausted,
+    BudgetGranted,
+    Event,
+    EventQuarantined,
+    GraceTooShort,
+    JobCancelled,
+    JobCancelRequested,
+    JobCheckpointed,
+    JobExited,
+    JobPreempted,
+    JobRejected,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    KillRequested,
+    MaxWaitExceeded,
+    NodeCordoned,
+    NodeDrained,
+    NodeHealthChanged,
+    NodeLost,
+    NodeRegistered,
+    NodeUncordoned,
+    PlanComputed,
+    PolicyAdopted,
+    StopRequested,
+    UsageCharged,
+)
 
 # The reason recorded when a rule failed on an event no check refused. It is a bug to fix
 # (the fuzz tests look for it); the fold goes on, as it must for every service alike.
@@ -38,6 +69,61 @@ _RULES: dict[type[Event], FoldRule] = {
     EventQuarantined: _quarantined,
 }
 
+# What a folded event changes of what planners keep between cycles: their memos key on
+# these versions of the state (``allot.core.planning.memo``), bumped here once the event's
+# rule has applied. Every type with a rule is listed, none a decision too (a test holds the
+# two tables together). Where only some events of a type change what is kept, the rule
+# bumps the version itself: a submission to an account new to the state (fair share), a
+# plan that admits, preempts or holds (holders).
+_HOLDERS, _NODES, _ACCOUNTS, _USAGE = (
+    "holders_version",
+    "nodes_version",
+    "fair_share_version",
+    "usage_version",
+)
+CHANGES: dict[type[Event], tuple[str, ...]] = {
+    JobSubmitted: (),
+    JobRejected: (_HOLDERS,),
+    JobCancelRequested: (_HOLDERS,),
+    JobCancelled: (_HOLDERS,),
+    JobStarted: (_HOLDERS,),
+    JobCheckpointed: (_HOLDERS,),
+    JobExited: (_HOLDERS,),
+    StopRequested: (_HOLDERS,),
+    KillRequested: (_HOLDERS,),
+    GraceTooShort: (),
+    JobPreempted: (_HOLDERS,),
+    JobRequeued: (_HOLDERS,),
+    MaxWaitExceeded: (),
+    PlanComputed: (),
+    PolicyAdopted: (),
+    NodeRegistered: (_NODES,),
+    NodeHealthChanged: (_NODES,),
+    NodeLost: (_NODES,),
+    NodeCordoned: (_NODES,),
+    NodeUncordoned: (_NODES,),
+    NodeDrained: (_NODES,),
+    AccountDefined: (_ACCOUNTS,),
+    AccountUpdated: (_ACCOUNTS,),
+    AccountRemoved: (_ACCOUNTS,),
+    AccountsApplied: (_ACCOUNTS,),
+    UsageCharged: (_USAGE,),
+    BudgetGranted: (),
+    BudgetExhausted: (),
+    EventQuarantined: (),  # a refold follows, and planners start their memos again
+}
+
+
+class _OfAJob(Protocol):
+    job_id: str
+
+
+def _note_changes(state: State, event: Event) -> None:
+    for version in CHANGES[type(event)]:
+        setattr(state, version, getattr(state, version) + 1)
+        if version == _HOLDERS:
+            state.holder_changes.add(cast(_OfAJob, event).job_id)
+
 
 def apply(state: State, seq: int, event: Event) -> State:
     """Fold one event at stream sequence ``seq`` into ``state`` (in place) and return it."""
@@ -53,6 +139,7 @@ def apply(state: State, seq: int, event: Event) -> State:
         if handler is None:
             raise Ignore("no fold rule for this event type")
         handler(state, seq, event)
+        _note_changes(state, event)
     except Ignore as why:
         state.note_ignored(seq, _tag(event), str(why))
     except Exception as error:  # the last line of defence: no event may stop a fold

@@ -8,7 +8,6 @@ from allot.core.model import (
     JobStatus,
     State,
     UnbilledRun,
-    bumps,
 )
 from allot.core.quota import needs
 from allot.core.topology import model_of
@@ -376,17 +375,17 @@ def _admission_problem(state: State, a: Admission) -> str:
 
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
-    JobRejected: bumps("holders_version", _rejected),
-    JobCancelRequested: bumps("holders_version", _cancel_requested),
-    JobCancelled: bumps("holders_version", _cancelled),
-    JobStarted: bumps("holders_version", _started),
-    JobCheckpointed: bumps("holders_version", _checkpointed),
-    JobExited: bumps("holders_version", _exited),
-    StopRequested: bumps("holders_version", _stop_requested),
-    KillRequested: bumps("holders_version", _kill_requested),
+    JobRejected: _rejected,
+    JobCancelRequested: _cancel_requested,
+    JobCancelled: _cancelled,
+    JobStarted: _started,
+    JobCheckpointed: _checkpointed,
+    JobExited: _exited,
+    StopRequested: _stop_requested,
+    KillRequested: _kill_requested,
     GraceTooShort: _grace_too_short,
-    JobPreempted: bumps("holders_version", _preempted),
-    JobRequeued: bumps("holders_version", _requeued),
+    JobPreempted: _preempted,
+    JobRequeued: _requeued,
     MaxWaitExceeded: _max_wait_exceeded,
     PlanComputed: _plan,
     PolicyAdopted: _policy_adopted,

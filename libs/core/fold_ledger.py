@@ -34,7 +34,6 @@ def _account_defined(state: State, seq: int, e: AccountDefined | AccountUpdated)
     if parent is not None and parent not in state.accounts:
         raise Ignore(f"parent account {parent} is not defined")
     state.accounts[e.path] = e.settings
-    state.fair_share_version += 1
 
 
 def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
@@ -43,7 +42,6 @@ def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
     if any(p.startswith(e.path + "/") for p in state.accounts):
         raise Ignore(f"account {e.path} still has child accounts")
     del state.accounts[e.path]
-    state.fair_share_version += 1
 
 
 def _accounts_applied(state: State, seq: int, e: AccountsApplied) -> None:
@@ -74,7 +72,6 @@ def _accounts_applied(state: State, seq: int, e: AccountsApplied) -> None:
         if parent is not None and parent not in tree:
             raise Ignore(f"parent account {parent} of {path} is not defined")
     state.accounts = tree
-    state.fair_share_version += 1
 
 
 def _charged(state: State, seq: int, e: UsageCharged) -> None:
@@ -86,7 +83,6 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
         raise Ignore(f"charge for {e.job_id} does not match its run")
     if run.until_ns is not None and e.to_ns > run.until_ns:
         raise Ignore(f"charge for {e.job_id} runs past the end of its attempt")
-    state.usage_version += 1
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]

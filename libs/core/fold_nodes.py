@@ -8,7 +8,6 @@ from allot.core.model import (
     JobStatus,
     NodeRecord,
     State,
-    bumps,
 )
 from allot.proto.events import (
     Event,
@@ -139,10 +138,10 @@ def _drained(state: State, seq: int, e: NodeDrained) -> None:
 
 
 RULES: dict[type[Event], FoldRule] = {
-    NodeRegistered: bumps("nodes_version", _registered),
-    NodeHealthChanged: bumps("nodes_version", _health),
-    NodeLost: bumps("nodes_version", _lost),
-    NodeCordoned: bumps("nodes_version", _cordoned),
-    NodeUncordoned: bumps("nodes_version", _uncordoned),
-    NodeDrained: bumps("nodes_version", _drained),
+    NodeRegistered: _registered,
+    NodeHealthChanged: _health,
+    NodeLost: _lost,
+    NodeCordoned: _cordoned,
+    NodeUncordoned: _uncordoned,
+    NodeDrained: _drained,
 }

@@ -3,7 +3,7 @@
 import bisect
 import enum
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -377,16 +377,3 @@ def _unqueue(
 
 # A fold rule: folds one event of its type into the state, or raises Ignore.
 FoldRule = Callable[[State, int, Any], None]
-
-
-def bumps(version: Literal["nodes_version", "holders_version"], rule: FoldRule) -> FoldRule:
-    """``rule``, and once it has applied, one more on that version of the state (a rule
-    that ignores its event changes nothing and bumps nothing)."""
-
-    def fold(state: State, seq: int, event: Any) -> None:
-        rule(state, seq, event)
-        setattr(state, version, getattr(state, version) + 1)
-        if version == "holders_version":
-            state.holder_changes.add(event.job_id)
-
-    return fold

@@ -631,3 +631,11 @@ def test_a_job_of_no_gpus_is_refused_by_the_fold_as_the_intake_refuses_it() -> N
     assert state.ignored[0].reason.startswith("malformed: gpus='0'")
     assert state.quota_used == {}
     assert state.jobs["y"].status == JobStatus.SUCCEEDED
+
+
+def test_every_folded_event_type_says_what_planners_keep_that_it_changes() -> None:
+    """A planner's memos key on the state's versions, which the fold bumps by one table:
+    an event type with a rule and no entry there would leave them stale."""
+    from allot.core import fold
+
+    assert set(fold.CHANGES) == set(fold._RULES)
