@@ -12,14 +12,8 @@ from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
 from allot.core.executor import Requeue, SettleLoss, due
 from allot.core.model import ChangeFeed
 from allot.core.placement import Capacity
-from allot.core.preemption import (
-    StoppableMemo,
-    Victim,
-    choose,
-    cost_of,
-    protected,
-    stoppable_jobs,
-)
+from allot.core.preemption import StoppableMemo, cost_of, protected, stoppable_jobs
+from allot.core.victims import Victim, choose
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,

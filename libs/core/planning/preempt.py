@@ -12,15 +12,8 @@ from allot.core.drain import draining
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, Demand, Waiting
 from allot.core.planning.judge import SHORT_OF_ROOM
-from allot.core.preemption import (
-    Grounds,
-    Stoppable,
-    Victim,
-    candidates,
-    choose,
-    could_claim,
-    stoppable_jobs,
-)
+from allot.core.preemption import Grounds, Stoppable, candidates, could_claim, stoppable_jobs
+from allot.core.victims import Victim, choose
 from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, PREEMPTING, RECLAIM, TIER, GroundCode
 from allot.proto.events import Hold, JobSpec, PendingReason, Placement, Preemption
 

@@ -1,0 +1,170 @@
+"""Which running jobs to stop so that a waiting job can start: the cheapest set of victims
+that frees room for it (``choose``), given those it may stop (``preemption.candidates``).
+
+Cost of a victim: GPU milliseconds it would lose (since its last checkpoint, or since it
+started when it cannot resume) plus a restart overhead per GPU. For a job that fits one node
+the set is the cheapest that frees a block it fits (every subset of the victims on each
+node is tried, branch and bound); a gang spanning nodes takes victims cheapest per GPU
+first, then drops those it turns out not to need, dearest first. Ties: fewer victims, then
+node id, then job ids.
+"""
+
+from collections.abc import Iterable
+
+import msgspec
+
+from allot.core.placement import Capacity
+from allot.proto.events import JobSpec, Placement
+
+MAX_VICTIMS_PER_NODE = 10  # subsets tried per node: 2**10
+
+
+class Victim(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: str
+    placements: dict[str, list[int]]
+    cost: int  # GPU-ms lost, restart overhead included
+
+
+def choose(
+    capacity: Capacity, spec: JobSpec, models: list[str], victims: Iterable[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    """The cheapest victims whose GPUs, with what is free, place the job; and where it
+    would go then. ``capacity`` is left as it was."""
+    pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
+    if spec.workers == 1 or spec.topology in ("nvlink", "node"):
+        return _on_one_node(capacity, spec, models, pool)
+    if _placed_with(capacity, spec, models, pool) is None:
+        return None  # not even with every one of them stopped: no use trying them one by one
+    return _spread(capacity, spec, models, pool)
+
+
+def _placed_with(
+    capacity: Capacity, spec: JobSpec, models: list[str], freed: list[Victim]
+) -> list[Placement] | None:
+    with capacity.lent(gpus for victim in freed for gpus in victim.placements.items()):
+        return capacity.place(spec.workers, spec.gpus, spec.topology, models)
+
+
+def _on_one_node(
+    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    """Branch and bound over the victims of each node, nodes in order of a lower bound
+    on their cost, so most nodes are never searched."""
+    need = spec.total_gpus
+    by_node: dict[str, list[Victim]] = {}
+    for victim in pool:
+        for node_id in victim.placements:
+            by_node.setdefault(node_id, []).append(victim)
+    nodes = []
+    for node_id, victims in sorted(by_node.items()):
+        space = capacity.nodes.get(node_id)
+        if space is None or space.model not in models:
+            continue
+        deficit = max(1, need - space.free)
+        if len(victims) > MAX_VICTIMS_PER_NODE:  # only the cheapest are tried
+            victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
+        if sum(len(v.placements[node_id]) for v in victims) < deficit:
+            continue  # not even all of them together free enough here
+        nodes.append((_lower_bound(victims, node_id, deficit), node_id, victims, deficit))
+    best: _Best | None = None
+    for bound, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
+        if best is not None and bound > best[0][0]:
+            break
+        here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
+        search = _NodeSearch(capacity, spec, node_id, here, deficit, best)
+        search.below(0, 0, 0)
+        best = search.best
+    return None if best is None else (best[1], best[2])
+
+
+def _cheapest_first(victim: Victim) -> tuple[int, str]:
+    return victim.cost, victim.job_id
+
+
+_Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
+
+
+class _NodeSearch:
+    """Depth first over a node's victims, cheapest first, pruned by the best cost so far:
+    adding a victim only adds cost, so a set that places the job is not extended. An
+    object, not a recursive closure, which would hold itself and leave the cycle's capacity
+    to the garbage collector."""
+
+    def __init__(
+        self,
+        capacity: Capacity,
+        spec: JobSpec,
+        node_id: str,
+        here: list[Victim],
+        deficit: int,
+        best: _Best | None,
+    ):
+        self.capacity, self.spec, self.node_id = capacity, spec, node_id
+        self.here, self.deficit, self.best = here, deficit, best
+        self.model = [capacity.nodes[node_id].model]
+        self.chosen: list[Victim] = []
+
+    def below(self, start: int, cost: int, freed: int) -> None:
+        """The sets of ``chosen`` and victims from ``start`` on."""
+        best, chosen, node_id = self.best, self.chosen, self.node_id
+        if best is not None and cost > best[0][0]:
+            return
+        if freed >= self.deficit:
+            placed = _placed_with(self.capacity, self.spec, self.model, chosen)
+            if placed is not None and [p.node_id for p in placed] == [node_id]:
+                key = (cost, len(chosen), node_id, [v.job_id for v in chosen])
+                if best is None or key < best[0]:
+                    self.best = (key, list(chosen), placed)
+                return
+        here = self.here
+        for i in range(start, len(here)):
+            chosen.append(here[i])
+            self.below(i + 1, cost + here[i].cost, freed + len(here[i].placements[node_id]))
+            chosen.pop()
+
+
+def _lower_bound(victims: list[Victim], node_id: str, deficit: int) -> int:
+    """No set freeing ``deficit`` GPUs on the node costs less: each GPU freed costs at
+    least the cheapest victim's cost per GPU."""
+    return deficit * min(v.cost // len(v.placements[node_id]) for v in victims)
+
+
+def _spread(
+    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+) -> tuple[list[Victim], list[Placement]] | None:
+    def fits() -> bool:
+        roomy = any(capacity.free_by_model.get(m, 0) >= spec.total_gpus for m in models)
+        return roomy and capacity.place(spec.workers, spec.gpus, spec.topology, models) is not None
+
+    chosen: list[Victim] = []
+    try:
+        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.job_id)):
+            _free(capacity, victim, True)
+            chosen.append(victim)
+            if fits():
+                break
+        else:
+            return None
+        for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
+            _free(capacity, victim, False)  # not needed after all?
+            if fits():
+                chosen.remove(victim)
+            else:
+                _free(capacity, victim, True)
+        placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        assert placed is not None
+        return sorted(chosen, key=lambda v: v.job_id), placed
+    finally:
+        for victim in chosen:
+            _free(capacity, victim, False)
+
+
+def _gpus(victim: Victim) -> int:
+    return sum(len(gpus) for gpus in victim.placements.values())
+
+
+def _free(capacity: Capacity, victim: Victim, free: bool) -> None:
+    """Count the victim's GPUs as free (or as held again) in ``capacity``."""
+    for node_id, gpus in victim.placements.items():
+        if node_id in capacity.nodes:
+            (capacity.give if free else capacity.take)(node_id, gpus)
