@@ -255,13 +255,19 @@ class NodeAgent:
     def _terminate(self, watch: "JobWatch") -> None:
         """SIGTERM for a stop the log asked for: the job checkpoints and exits within its
         grace period, or the preemptor asks for SIGKILL (``KillRequested``)."""
+        self._sigterm(watch, "stop requested")
+
+    def _sigterm(self, watch: "JobWatch", why: str) -> bool:
+        """SIGTERM now, or as soon as the process exists (``_own`` signals a stopping job
+        at its start); whether it was sent now."""
         watch.stopping = True
         if watch.signalled or watch.ended or watch.pid is None:
-            return
+            return False
         watch.signalled = True
         watch.signalled_at = self.clock.monotonic()
-        log.info("stopping %s (pid %d): stop requested", watch.job.job_id, watch.pid)
+        log.info("stopping %s (pid %d): %s", watch.job.job_id, watch.pid, why)
         process.signal_group(watch.pid, signal.SIGTERM)
+        return True
 
     def _kill(self, watch: "JobWatch") -> None:
         if not watch.ended and watch.pid is not None:
@@ -303,17 +309,13 @@ class NodeAgent:
             watch.task.cancel()  # _own kills the process group as it unwinds
 
     def _stop(self, watch: "JobWatch") -> None:
-        """SIGTERM now (or as soon as the process exists), SIGKILL after the grace period."""
-        watch.stopping = True  # if the process does not exist yet, _own signals it at start
-        if watch.signalled or watch.ended or watch.pid is None:
-            return
-        watch.signalled = True
-        watch.signalled_at = self.clock.monotonic()
-        log.info("stopping %s (pid %d): cancel requested", watch.job.job_id, watch.pid)
-        process.signal_group(watch.pid, signal.SIGTERM)
-        watch.kill_timer = asyncio.get_running_loop().call_later(
-            self.stop_grace_s, process.signal_group, watch.pid, signal.SIGKILL
-        )
+        """For a cancel: SIGTERM now (or as soon as the process exists), SIGKILL after the
+        grace period."""
+        if self._sigterm(watch, "cancel requested"):
+            assert watch.pid is not None
+            watch.kill_timer = asyncio.get_running_loop().call_later(
+                self.stop_grace_s, process.signal_group, watch.pid, signal.SIGKILL
+            )
 
     async def _own(self, watch: "JobWatch") -> None:
         """Start or adopt the attempt's process, report the start, wait, report the exit."""
