@@ -9,8 +9,8 @@ from typing import Any
 
 from allot.client import progress
 from allot.core.accounts import parent_of, read_tree
+from allot.core.policies import POLICIES
 from allot.proto.events import AccountSettings
-from allot.sim.policies import POLICIES
 from allot.sim.report import ReportError, write_report
 from allot.sim.simulator import Settings, run_policy
 from allot.sim.trace import (

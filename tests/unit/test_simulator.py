@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core import DEFAULT_POLICY, plan
+from allot.core.policies import POLICIES
 from allot.core.replay import verify
 from allot.proto.events import AccountSettings
 from allot.proto.subjects import subject_for
-from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
 from allot.sim.trace import Fill, NodeOutage, TraceError, TraceJob, filled
 
