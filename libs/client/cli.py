@@ -850,8 +850,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="node failures: a CSV of node,down_s,up_s (node: its index in the cluster, from "
         "0; up_s empty: it never came back); an allot-log trace carries its own",
     )
-    sim.add_argument("--policy", default="allot", help="fifo, priority, kueue, slurm, allot")
-    sim.add_argument("--compare", metavar="P1,P2,...", help="run several policies side by side")
+    sim.add_argument(
+        "--policy",
+        default="allot",
+        metavar="NAME|FILE",
+        help="fifo, priority, kueue, slurm, allot (default), or a TOML policy file",
+    )
+    sim.add_argument(
+        "--compare",
+        metavar="P1,P2,...",
+        help="run several policies side by side: names and files, e.g. allot,./mine.toml",
+    )
     sim.add_argument("--seed", type=int, default=1, help="for what the trace does not say")
     sim.add_argument("--limit", type=int, help="only the first N jobs")
     sim.add_argument("--json", metavar="OUT", help="also write the metrics as JSON to OUT")

@@ -4,13 +4,16 @@ import argparse
 import json
 import sys
 import tomllib
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from allot.client import progress
+from allot.client.policyfile import load_policy
+from allot.core import Policy, policy_hash
 from allot.core.accounts import parent_of, read_tree
+from allot.core.policytoml import PolicyError
 from allot.proto.events import AccountSettings
-from allot.sim.policies import POLICIES
 from allot.sim.report import ReportError, write_report
 from allot.sim.simulator import Settings, run_policy
 from allot.sim.trace import (
@@ -40,13 +43,10 @@ def parse_cluster(text: str) -> Settings:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    names = args.compare.split(",") if args.compare else [args.policy]
-    unknown = [n for n in names if n not in POLICIES]
-    if unknown:
-        print(
-            f"allot: policy {unknown[0]!r}: available: {', '.join(sorted(POLICIES))}",
-            file=sys.stderr,
-        )
+    try:
+        policies = chosen(args.compare.split(",") if args.compare else [args.policy])
+    except PolicyError as error:
+        print(f"allot: {error}", file=sys.stderr)
         return 2
     settings = parse_cluster(args.cluster)
     fill = Fill(seed=args.seed)
@@ -63,10 +63,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     failures = f"; {len(outages)} node failures" if outages else ""
     print(f"{len(jobs)} jobs{failures}; {fill.describe()}", file=sys.stderr)
     runs = []
-    for name in names:
+    for name, policy in policies:
         with progress.shown(f"{name}: jobs ended", len(jobs)) as report:
             result, outcomes = run_policy(
-                jobs, settings, POLICIES[name], name, report, outages=outages, accounts=accounts
+                jobs, settings, policy, name, report, outages=outages, accounts=accounts
             )
         result["fill"] = fill.describe()
         runs.append((result, outcomes))
@@ -86,6 +86,19 @@ def cmd_sim(args: argparse.Namespace) -> int:
             return 2
         print(f"report: {page}", file=sys.stderr)
     return 0
+
+
+def chosen(specs: list[str]) -> list[tuple[str, Policy]]:
+    """Each policy a name or a file gives, with the name its column goes by: its own, and
+    its hash too where two different policies would share one."""
+    policies = [load_policy(spec.strip()) for spec in specs]
+    hashes: dict[str, set[str]] = defaultdict(set)
+    for policy in policies:
+        hashes[policy.name].add(policy_hash(policy))
+    return [
+        (p.name if len(hashes[p.name]) == 1 else f"{p.name}@{policy_hash(p)[:8]}", p)
+        for p in policies
+    ]
 
 
 def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:

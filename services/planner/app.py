@@ -13,17 +13,19 @@ import asyncio
 import gc
 import logging
 import time
+from typing import get_args
 
 import msgspec
 
 from allot.bus import tracing
 from allot.bus.eventlog import Conflict, EventLog
 from allot.bus.tracing import JobTraces
+from allot.client.policyfile import policy_argument, setting_argument
 from allot.core import DEFAULT_POLICY, PlanMemo, Policy, State, plan, policy_hash
-from allot.core.accounts import parse_duration
-from allot.core.fairshare import FairSharePolicy
 from allot.core.maxwait import overdue
 from allot.core.planning import Plan
+from allot.core.policies import POLICIES
+from allot.core.policytoml import with_settings
 from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
 from allot.services.runtime import (
     Clock,
@@ -198,24 +200,95 @@ def cycle_attributes(decided: Plan, event: PlanComputed) -> dict[str, str | int 
     }
 
 
-def policy_from(args: argparse.Namespace) -> Policy:
-    """The planning policy the command line asks for; bad values stop the planner at once."""
-    window = parse_duration(args.usage_window) if args.usage_window else None
-    if args.aging_max < 0:
-        raise ValueError(f"--aging-max={args.aging_max}: the ranks aging lifts, 0 or more")
-    return Policy(
-        fair_share=FairSharePolicy(half_life_ns=parse_duration(args.half_life), window_ns=window),
-        aging_step_ns=parse_duration(args.aging_step),
-        aging_max_ranks=args.aging_max,
-        backfill=not args.no_backfill,
-        order=args.order,
+# The flags that set one field of the chosen policy (argparse dest -> the field's key in a
+# policy file); a flag given wins over the policy's own value.
+OVERRIDES = {
+    "half_life": "fair_share.half_life",
+    "usage_window": "fair_share.window",
+    "aging_step": "aging_step",
+    "aging_max": "aging_max_ranks",
+    "backfill": "backfill",
+    "order": "order",
+}
+
+
+def arguments() -> argparse.ArgumentParser:
+    """The planner's command line; every policy value is checked as it is parsed, so a bad
+    one stops the planner with a usage error (exit code 2) before it connects."""
+    parser = argparse.ArgumentParser(prog="allot-planner")
+    parser.add_argument(
+        "--policy",
+        type=policy_argument,
+        default="allot",
+        metavar="NAME|FILE",
+        help=f"the policy to plan by: {', '.join(POLICIES)} (default allot), or a TOML file "
+        "of the whole policy (examples/policy.toml); the flags below override its fields",
     )
+    parser.add_argument(
+        "--half-life",
+        metavar="DURATION",
+        type=setting_argument("fair_share.half_life"),
+        help="fair-share usage half-life, e.g. 7d",
+    )
+    parser.add_argument(
+        "--usage-window",
+        metavar="DURATION",
+        type=setting_argument("fair_share.window"),
+        help='count usage in this sliding window instead of decaying it, e.g. 7d ("none": decay)',
+    )
+    parser.add_argument(
+        "--aging-step",
+        metavar="DURATION",
+        type=setting_argument("aging_step"),
+        help="waiting this long lifts a job one rank, e.g. 1h",
+    )
+    parser.add_argument(
+        "--aging-max",
+        metavar="N",
+        type=setting_argument("aging_max_ranks"),
+        help="the most ranks aging lifts a job",
+    )
+    parser.add_argument(
+        "--backfill",
+        action=argparse.BooleanOptionalAction,
+        help="a reservation for the highest-ranked job that waits, and backfill around it",
+    )
+    parser.add_argument(
+        "--order",
+        choices=get_args(Policy.__annotations__["order"]),
+        help="how the queue is ordered",
+    )
+    parser.add_argument(
+        "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"
+    )
+    parser.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=SNAPSHOT_EVERY,
+        help=f"events folded between snapshots of the state (default {SNAPSHOT_EVERY}; 0: none)",
+    )
+    parser.add_argument(
+        "--snapshot-interval",
+        type=float,
+        default=SNAPSHOT_INTERVAL_S,
+        help=f"seconds at least between snapshots (default {SNAPSHOT_INTERVAL_S:g})",
+    )
+    return parser
+
+
+def policy_from(args: argparse.Namespace) -> Policy:
+    """The policy ``--policy`` chose, with the fields the flags set in place of its own
+    (its name stays; its hash tells the two apart)."""
+    given = {key: getattr(args, dest) for dest, key in OVERRIDES.items()}
+    return with_settings(args.policy, {key: v for key, v in given.items() if v is not None})
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:
+    policy = policy_from(args)
+    log.info("planning by the policy %s (%s)", policy.name, policy_hash(policy))
     planner = Planner(
         events,
-        policy_from(args),
+        policy,
         tick_s=args.tick,
         snapshot_every=args.snapshot_every,
         snapshot_interval_s=args.snapshot_interval,

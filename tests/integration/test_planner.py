@@ -2,11 +2,24 @@
 
 import asyncio
 import contextlib
+import sys
 import time
+from pathlib import Path
+
+import msgspec
+import pytest
 
 from allot.bus import EmbeddedNats, EventLog
-from allot.core import JobStatus, State, apply_record
-from allot.proto.events import AccountDefined, AccountSettings, MaxWaitExceeded, PlanComputed
+from allot.core import JobStatus, Policy, State, apply_record, policy_hash
+from allot.core.policies import POLICIES
+from allot.core.policytoml import read_policy
+from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    MaxWaitExceeded,
+    PlanComputed,
+    PolicyAdopted,
+)
 from allot.services.planner.app import Planner
 from allot.services.runtime import Clock
 from tests import builders as b
@@ -94,3 +107,58 @@ async def test_a_job_past_its_max_wait_is_reported_once_on_a_quiet_log(
         ("waits", "lab", 3600 * 10**9)
     ]
     assert reports[0].waited_ns >= 2 * 3600 * 10**9
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy.toml"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--policy", "slurm"], POLICIES["slurm"]),
+        # A file, and a flag that wins over it.
+        (
+            ["--policy", str(EXAMPLE), "--order", "fifo"],
+            msgspec.structs.replace(read_policy(EXAMPLE.read_text()), order="fifo"),
+        ),
+    ],
+    ids=["name", "file-and-flag"],
+)
+async def test_the_planner_service_adopts_and_plans_by_the_policy_it_is_given(
+    nats_server: EmbeddedNats, event_log: EventLog, argv: list[str], expected: Policy
+) -> None:
+    await event_log.append(b.node("n1", 1))
+    await event_log.append(b.submitted("j1", gpus=1))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "allot.services.planner", "--nats-url", nats_server.url, *argv
+    )
+    try:
+        async with asyncio.timeout(30):
+            while not any(isinstance(r.event, PlanComputed) for r in await event_log.read()):
+                await asyncio.sleep(0.1)
+    finally:
+        process.terminate()
+        await process.wait()
+    events = [r.event for r in await event_log.read()]
+    [adopted] = [e for e in events if isinstance(e, PolicyAdopted)]
+    hashed = policy_hash(expected)
+    assert (adopted.name, adopted.policy_hash) == (expected.name, hashed)
+    assert adopted.policy_json == msgspec.json.encode(expected).decode()
+    plans = [(e.policy, e.policy_hash) for e in events if isinstance(e, PlanComputed)]
+    assert set(plans) == {(expected.name, hashed)}  # one plan at least
+
+
+async def test_a_bad_policy_file_stops_the_planner_with_the_field_named(tmp_path: Path) -> None:
+    (tmp_path / "mine.toml").write_text('name = "mine"\nqueue_depth = 0\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "allot.services.planner", "--nats-url", "nats://127.0.0.1:1",
+        "--policy", str(tmp_path / "mine.toml"), stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 2
+    said = err.decode()
+    assert "Traceback" not in said
+    assert said.splitlines()[-1] == (
+        f"allot-planner: error: argument --policy: {tmp_path / 'mine.toml'}: "
+        "queue_depth='0': a whole number from 1 to 1000000"
+    )

@@ -1,5 +1,4 @@
 import msgspec
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -170,28 +169,6 @@ def test_a_day_of_waiting_does_not_outweigh_fair_share() -> None:
     assert order == ["t1-old", "t0-new", "t5-old"]
     patient = msgspec.structs.replace(DEFAULT_POLICY, aging_max_ranks=len(accounts))
     assert [r.job_id for r in plan(state, now, patient).pending][-1] == "t0-new"
-
-
-def test_the_planner_command_line_defaults_to_the_default_policy() -> None:
-    import argparse
-
-    from allot.services.planner.app import policy_from
-
-    args = argparse.Namespace(
-        half_life="7d",
-        usage_window=None,
-        aging_step="1h",
-        aging_max=4,
-        no_backfill=False,
-        order="fair-share",
-    )
-    assert policy_from(args) == DEFAULT_POLICY
-    assert policy_from(argparse.Namespace(**{**vars(args), "order": "fifo"})).order == "fifo"
-    with pytest.raises(ValueError, match="--aging-max=-1"):
-        policy_from(argparse.Namespace(**{**vars(args), "aging_max": -1}))
-    windowed = policy_from(argparse.Namespace(**{**vars(args), "usage_window": "3d"}))
-    assert windowed.fair_share.window_ns == 3 * 24 * 3600 * 10**9
-    assert policy_hash(windowed) != policy_hash(DEFAULT_POLICY)
 
 
 def test_once_a_tree_is_declared_accounts_outside_it_rank_last() -> None:

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core import DEFAULT_POLICY, plan
+from allot.core.policies import POLICIES
+from allot.core.policytoml import policy_toml
 from allot.core.replay import verify
 from allot.proto.events import AccountSettings
 from allot.proto.subjects import subject_for
-from allot.sim.policies import POLICIES
 from allot.sim.simulator import Settings, Simulator, simulate
 from allot.sim.trace import Fill, NodeOutage, TraceError, TraceJob, filled
 
@@ -247,7 +248,33 @@ def test_allot_sim_runs_a_canonical_trace(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2
-    assert "available: allot, fifo, kueue, priority, slurm" in bad.stderr
+    assert "lottery: not a named policy (allot, fifo, kueue, priority, slurm)" in bad.stderr
+
+
+def test_allot_sim_compares_named_policies_with_policy_files(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(
+        "job_id,submit_s,duration_s,gpus,account\na,0,100,2,x\nb,10,50,1,x\n"
+    )
+    # The same settings as fifo under another name decide the same; a bad file stops all.
+    fifo = policy_toml(POLICIES["fifo"]).replace('name = "fifo"', 'name = "mine"')
+    (tmp_path / "mine.toml").write_text(fifo)
+    (tmp_path / "bad.toml").write_text('name = "bad"\norder = "lottery"\n')
+
+    def sim(compare: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "allot.client.cli", "sim", "--trace", str(tmp_path / "t.csv"),
+             "--cluster", "1x2", "--compare", compare, "--json", str(tmp_path / "m.json")],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+
+    done = sim("fifo,./mine.toml,allot")
+    assert done.returncode == 0, done.stderr
+    runs = json.loads((tmp_path / "m.json").read_text())
+    assert [r["policy"] for r in runs] == ["fifo", "mine", "allot"]
+    assert runs[0]["decisions"] == runs[1]["decisions"]
+    bad = sim("allot,./bad.toml")
+    assert bad.returncode == 2
+    assert "./bad.toml: order='lottery': one of" in bad.stderr
 
 
 def test_allot_sim_takes_node_failures_from_a_node_events_file(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
-"""The policies the simulator compares, all run by the same planner code.
+"""The named policies: what ``allot sim`` compares and what the planner service runs by
+name (``--policy NAME``), all decided by the same planner code.
 
 - ``fifo``: strict first-in, first-out; nothing passes the first job that waits; no
   backfill, no preemption, no quotas.
 - ``priority``: strict tiers (interactive, batch, best-effort), FIFO within a tier, no
   aging, no borrowing limits; a higher tier preempts a lower one (as Kubernetes priority
   classes do).
-- ``kueue``: each account a ClusterQueue with an equal nominal quota of the cluster,
-  borrowing unlimited within the cohort, lent quota reclaimed by preemption; BestEffortFIFO
-  (a job that does not fit does not block the ones behind it).
+- ``kueue``: each account a ClusterQueue with its nominal quota (in ``allot sim``
+  without ``--accounts``, an equal part of the cluster), borrowing within the cohort, lent
+  quota reclaimed by preemption; BestEffortFIFO (a job that does not fit does not block
+  the ones behind it).
 - ``slurm``: priority/multifactor with equal weights for age (full at 7 days) and fair
   share (Fair Tree, 7-day half-life), EASY backfill, no preemption.
 - ``allot``: the default policy (budgets, hierarchical fair share with aging, quotas,
@@ -21,7 +23,7 @@ deeper jobs that fit (``fill_depth``).
 
 from msgspec.structs import replace
 
-from allot.core import DEFAULT_POLICY, Policy
+from allot.core.planning import DEFAULT_POLICY, Policy
 from allot.proto.codes import DRAIN, RECLAIM, TIER
 
 # Depth and fill as the module docstring says: the baselines' own, not Allot's.
