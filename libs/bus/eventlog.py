@@ -395,12 +395,13 @@ class EventLog:
                     await sub.unsubscribe()
 
     async def _holds_from(self, seq: int) -> bool:
-        """Whether the log holds record ``seq``; also when it cannot say. In a cluster, that
-        is while the stream has no leader: the one that died took this follower's consumer
-        with it, and a new one can be made once another is elected."""
+        """Whether the log holds record ``seq``, or where its start was archived, any after
+        it; also when it cannot say. In a cluster, that is while the stream has no leader:
+        the one that died took this follower's consumer with it, and a new one can be made
+        once another is elected."""
         try:
-            info = await self._js_follower.stream_info(self.settings.name)
-            return int(info.state.last_seq) >= seq
+            state = (await self._js_follower.stream_info(self.settings.name)).state
+            return int(state.last_seq) >= max(seq, int(state.first_seq))
         except NOT_ANSWERING:
             return True
 

@@ -141,3 +141,21 @@ async def test_a_follower_that_falls_behind_its_buffer_still_reads_every_record(
             if seen == count:
                 break
     assert seen == count
+
+
+async def test_a_follower_from_before_an_archived_start_waits_quietly(
+    event_log: EventLog, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``allot log tail -f`` on a log archived to its end follows from sequence 1: what
+    the log holds is nothing it has missed, so it is not read again and again."""
+    for n in range(3):
+        await event_log.append(b.submitted(f"j{n}"))
+    await event_log.purge_before(4)
+    monkeypatch.setattr(eventlog, "STALL_CHECK_S", 0.2)
+    async with contextlib.aclosing(event_log.follow(1)) as records:
+        waiting = asyncio.ensure_future(anext(records))
+        await asyncio.sleep(1.5)  # several stall checks
+        await event_log.append(b.submitted("j3"))
+        record = await asyncio.wait_for(waiting, 5)
+    assert record.seq == 4
+    assert "reading the log again" not in caplog.text
