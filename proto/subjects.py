@@ -188,6 +188,17 @@ def subject_for(event: Event) -> str:
     raise TypeError(f"no subject for event type {type(event).__name__}")
 
 
+def subject_matches(subject: str, pattern: str) -> bool:
+    """NATS subject matching: ``*`` one token, ``>`` the rest."""
+    tokens, wanted = subject.split("."), pattern.split(".")
+    for n, want in enumerate(wanted):
+        if want == ">":
+            return len(tokens) > n
+        if n >= len(tokens) or (want != "*" and want != tokens[n]):
+            return False
+    return len(tokens) == len(wanted)
+
+
 def job_subjects(job_id: str) -> str:
     """Every event of one job, its node agents' reports included."""
     return f"{EVENTS_PREFIX}.job.{_token(job_id)}.>"

@@ -128,6 +128,41 @@ def new_meta(producer: str, at: int) -> Meta:
     return Meta(id=uuid.uuid4().hex, at=at, producer=producer)
 
 
+def encode_to_append(event: Event) -> bytes:
+    """The bytes ``event`` is stored as; ``EventTooLarge`` when the log would not take them
+    (NATS would close the connection over them, failing every request in flight)."""
+    data = encode(event)
+    if len(data) > MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES:
+        raise EventTooLarge(f"{type(event).__name__} of {len(data)} bytes")
+    return data
+
+
+def append_headers(
+    event: Event,
+    msg_id: str | None,
+    headers: Mapping[str, str] | None,
+    expected_last_seq: int | None,
+    expected_last_subject_seq: int | None,
+) -> dict[str, str]:
+    """The headers an event is appended with, which its record keeps: the caller's, the
+    trace context, the id duplicates are known by (the event's own unless given) and the
+    guards."""
+    all_headers = tracing.inject(dict(headers or {}))
+    all_headers["Nats-Msg-Id"] = msg_id or event.meta.id
+    if expected_last_seq is not None:
+        all_headers["Nats-Expected-Last-Sequence"] = str(expected_last_seq)
+    if expected_last_subject_seq is not None:
+        all_headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
+    return all_headers
+
+
+def raw_headers(headers: Mapping[str, str], expected_last_seq: int) -> dict[str, str]:
+    """The headers a message is stored again with (``append_raw``): its own, guarded."""
+    guarded = {**headers, "Nats-Expected-Last-Sequence": str(expected_last_seq)}
+    guarded.pop("Nats-Msg-Id", None)  # an id reused in another era must not be dropped
+    return guarded
+
+
 class EventLog:
     def __init__(
         self,
@@ -239,16 +274,10 @@ class EventLog:
     ) -> Appended:
         """Append one event. ``expected_last_seq`` guards the whole stream;
         ``expected_last_subject_seq`` only the event's own subject (0: nothing on it yet)."""
-        data = encode(event)
-        if len(data) > MAX_EVENT_BYTES - EVENT_HEADROOM_BYTES:
-            # NATS would close the connection over it, failing every request in flight.
-            raise EventTooLarge(f"{type(event).__name__} of {len(data)} bytes")
-        all_headers = tracing.inject(dict(headers or {}))
-        all_headers["Nats-Msg-Id"] = msg_id or event.meta.id
-        if expected_last_seq is not None:
-            all_headers["Nats-Expected-Last-Sequence"] = str(expected_last_seq)
-        if expected_last_subject_seq is not None:
-            all_headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
+        data = encode_to_append(event)
+        all_headers = append_headers(
+            event, msg_id, headers, expected_last_seq, expected_last_subject_seq
+        )
         try:
             ack = await self.js.publish(
                 subject_for(event), data, stream=self.settings.name, headers=all_headers
@@ -269,8 +298,7 @@ class EventLog:
     ) -> int:
         """Store a message exactly as given, as the stream's next one (``expected_last_seq``
         guards that): how an exported log is imported with its sequences."""
-        guarded = {**headers, "Nats-Expected-Last-Sequence": str(expected_last_seq)}
-        guarded.pop("Nats-Msg-Id", None)  # an id reused in another era must not be dropped
+        guarded = raw_headers(headers, expected_last_seq)
         try:
             ack = await self.js.publish(subject, data, stream=self.settings.name, headers=guarded)
         except APIError as error:
@@ -295,12 +323,17 @@ class EventLog:
 
     async def read(self, from_seq: int = 1, to_seq: int | None = None) -> list[Record]:
         """Records ``from_seq..to_seq`` (inclusive; default: up to the current end)."""
-        end = await self.last_seq() if to_seq is None else to_seq
+        state = (await self.js.stream_info(self.settings.name)).state
+        end = int(state.last_seq) if to_seq is None else to_seq
         records: list[Record] = []
-        if end < from_seq:
+        # Records purged (archived) are not there to wait for: with none left in the range,
+        # a follower would wait for the next one to come.
+        if end < max(from_seq, int(state.first_seq)):
             return records
         async with contextlib.aclosing(self.follow(from_seq)) as records_in_order:
             async for record in records_in_order:
+                if record.seq > end:  # the range was purged meanwhile
+                    break
                 records.append(record)
                 if record.seq >= end:
                     break
@@ -362,12 +395,13 @@ class EventLog:
                     await sub.unsubscribe()
 
     async def _holds_from(self, seq: int) -> bool:
-        """Whether the log holds record ``seq``; also when it cannot say. In a cluster, that
-        is while the stream has no leader: the one that died took this follower's consumer
-        with it, and a new one can be made once another is elected."""
+        """Whether the log holds record ``seq``, or where its start was archived, any after
+        it; also when it cannot say. In a cluster, that is while the stream has no leader:
+        the one that died took this follower's consumer with it, and a new one can be made
+        once another is elected."""
         try:
-            info = await self._js_follower.stream_info(self.settings.name)
-            return int(info.state.last_seq) >= seq
+            state = (await self._js_follower.stream_info(self.settings.name)).state
+            return int(state.last_seq) >= max(seq, int(state.first_seq))
         except NOT_ANSWERING:
             return True
 

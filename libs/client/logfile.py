@@ -18,8 +18,10 @@ from typing import IO, cast
 
 import msgspec
 
-from allot.bus.eventlog import EventLog, Record, make_record
+from allot.bus.eventlog import Record, make_record
+from allot.bus.log import Log
 from allot.proto.limits import MAX_EVENT_BYTES, check_json
+from allot.proto.subjects import subject_matches
 
 _NULL = msgspec.Raw(b"null")
 Progress = Callable[[int, int | None], None]  # (done, total if known)
@@ -105,18 +107,7 @@ def read_log(path: Path, subject_prefix: str = "") -> Iterator[Record]:
         raise LogFileError(f"{path}: {error}") from None
 
 
-def _matches(subject: str, pattern: str) -> bool:
-    """NATS subject matching: ``*`` one token, ``>`` the rest."""
-    tokens, wanted = subject.split("."), pattern.split(".")
-    for n, want in enumerate(wanted):
-        if want == ">":
-            return len(tokens) > n
-        if n >= len(tokens) or (want != "*" and want != tokens[n]):
-            return False
-    return len(tokens) == len(wanted)
-
-
-async def import_log(path: Path, events: EventLog, progress: Progress | None = None) -> int:
+async def import_log(path: Path, events: Log, progress: Progress | None = None) -> int:
     """Append an exported log to an empty stream, each message at its own sequence. The
     file is checked whole first: a bad one imports nothing. ``progress(appended, total)``
     is told after each append."""
@@ -131,7 +122,7 @@ async def import_log(path: Path, events: EventLog, progress: Progress | None = N
                 f"{path}: sequence {record.seq} follows {previous}; "
                 "only a whole log from sequence 1, without gaps, can be imported"
             )
-        if not any(_matches(record.subject, s) for s in settings.subjects):
+        if not any(subject_matches(record.subject, s) for s in settings.subjects):
             raise LogFileError(
                 f"{path}: sequence {record.seq}: subject {record.subject!r} "
                 f"is not one of the stream's ({', '.join(settings.subjects)})"

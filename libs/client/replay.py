@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
+from allot.bus.log import Log
 from allot.bus.snapshots import BASE, SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
 from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
 from allot.client import progress, render
@@ -29,10 +30,10 @@ from allot.services.runtime import code_version
 from allot.services.snapshots import ArchivedLog
 
 
-async def all_records(events: EventLog) -> AsyncIterator[Record]:
+async def all_records(events: Log) -> AsyncIterator[Record]:
     """Every record of the stream, from the first to the last there is now."""
     last = await events.last_seq()
-    if last == 0:
+    if last < await events.first_seq():  # nothing, or all of it archived
         return
     async with contextlib.aclosing(events.follow(1)) as records:
         async for record in records:

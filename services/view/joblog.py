@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from allot.bus.eventlog import EventLog, Record
+from allot.bus.eventlog import Record
+from allot.bus.log import Log
 from allot.client.jobtrace import job_trace
 from allot.core import JobRecord
 from allot.proto.subjects import EVENTS_PREFIX, PLAN_EVENTS
@@ -30,7 +31,7 @@ class JobRecords(Protocol):
 class JobLog:
     """A job's records, read from the log by subject."""
 
-    def __init__(self, events: EventLog):
+    def __init__(self, events: Log):
         self.events = events
 
     async def __call__(self, job: JobRecord, plan_seqs: Sequence[int]) -> list[Record]:

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from allot.bus.eventlog import EventLog
+from allot.bus.log import Log
 from allot.core import JobRecord
 from allot.core.ranks import processes
 from allot.proto.commands import FieldError
@@ -383,7 +384,7 @@ async def serve(dashboard: Dashboard, sock: socket.socket) -> None:
 
 
 async def keep_owed(
-    events: EventLog,
+    events: Log,
     model: ReadModel,
     ready: Callable[[], bool],
     every_s: float = OWED_EVERY_S,

@@ -1,5 +1,6 @@
-"""The dashboard's server within a service's event loop, and a job's records read from a
-real log: only the job's own, and the plans that decided about it."""
+"""The dashboard's server within a service's event loop, and a job's records read from the
+log: only the job's own, and the plans that decided about it. The log is kept in memory:
+how a job's records are picked out of it is the log's contract (tests/contract)."""
 
 import asyncio
 import contextlib
@@ -7,7 +8,7 @@ import time
 
 import msgspec
 
-from allot.bus import EventLog
+from allot.bus import Log, MemoryEventLog
 from allot.proto.events import PendingReason
 from allot.services.view.joblog import JobLog, trace_view
 from allot.services.view.model import ReadModel
@@ -17,16 +18,15 @@ from tests import builders as b
 S = 10**9
 
 
-async def folded(event_log: EventLog) -> ReadModel:
+async def folded(event_log: Log) -> ReadModel:
     model = ReadModel()
     for record in await event_log.read():
         model.fold(model.state, record)
     return model
 
 
-async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it(
-    event_log: EventLog,
-) -> None:
+async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it() -> None:
+    event_log = MemoryEventLog()
     await event_log.append(b.node("n1", 2))
     await event_log.append(b.submitted("j1", 1, at=S))
     for n in range(20):  # other jobs, and plans about them only
@@ -54,9 +54,8 @@ async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it(
     assert points[:2] == ["waiting: NO_FIT", "admitted to n1 [0]"]
 
 
-async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping(
-    event_log: EventLog,
-) -> None:
+async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping() -> None:
+    event_log = MemoryEventLog()
     await event_log.append(b.node("n1", 2))
     dashboard = Dashboard(await folded(event_log), ready=lambda: True)
     sock = listen("127.0.0.1", 0)
@@ -87,9 +86,8 @@ async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping(
     writer.close()
 
 
-async def test_owed_and_delivered_follow_the_log_off_the_queries_path(
-    event_log: EventLog,
-) -> None:
+async def test_owed_and_delivered_follow_the_log_off_the_queries_path() -> None:
+    event_log = MemoryEventLog()
     await event_log.append(b.node("n1", 2))
     await event_log.append(b.submitted("j1", 1, at=S))
     model = await folded(event_log)

@@ -1,5 +1,6 @@
 """Replay on a seeded history: clean logs verify; corrupt or unjustified plans do not."""
 
+import asyncio
 import contextlib
 import datetime
 import json
@@ -14,14 +15,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from allot.bus import MemoryEventLog
 from allot.bus.codec import decode
 from allot.bus.eventlog import Record
 from allot.client.bench_replay import write_history
 from allot.client.logfile import LogFileError, export_log, read_log
+from allot.client.replay import all_records
 from allot.core.replay import verify
 from allot.proto.events import PlanComputed
 from allot.proto.subjects import PLAN_EVENTS
 from allot.services.runtime import code_version
+from tests import builders as b
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +206,16 @@ def test_progress_is_shown_on_a_terminal_only(history: list[str], tmp_path: Path
     finally:
         os.close(main)
     assert b"verifying" in shown, shown[:500]
+
+
+@pytest.mark.parametrize("purged_before", [1, 3, 6])
+async def test_every_record_is_what_the_log_still_holds(purged_before: int) -> None:
+    """What ``allot replay`` and ``allot log export`` read: after an archive of the whole
+    log, nothing, rather than a wait for a record that will not come."""
+    events = MemoryEventLog()
+    for n in range(5):
+        await events.append(b.submitted(f"j{n}"))
+    await events.purge_before(purged_before)
+    async with asyncio.timeout(5):
+        read = [record.seq async for record in all_records(events)]
+    assert read == list(range(purged_before, 6))

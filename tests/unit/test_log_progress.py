@@ -2,17 +2,18 @@
 
 from pathlib import Path
 
-from allot.bus import EventLog
+from allot.bus import MemoryEventLog
 from allot.client.bench_replay import write_history
 from allot.client.logfile import import_log
 
 
-async def test_import_reports_its_progress(event_log: EventLog, tmp_path: Path) -> None:
+async def test_import_reports_its_progress(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     write_history(path, 40, seed=2)
     lines = len(path.read_text().splitlines())
     told: list[tuple[int, int | None]] = []
-    count = await import_log(path, event_log, progress=lambda n, total: told.append((n, total)))
+    events = MemoryEventLog()
+    count = await import_log(path, events, progress=lambda n, total: told.append((n, total)))
     assert count == lines
     assert told == [(n, lines) for n in range(1, lines + 1)]
-    assert await event_log.last_seq() == lines
+    assert await events.last_seq() == lines
