@@ -1,35 +1,44 @@
 """The events of the log.
 
 Every event carries one envelope, ``meta``: a unique id, ``at`` (UTC, integer nanoseconds, set
-by the publisher), the producing service and the schema version. Times and durations are
-integer nanoseconds; GPU quantities are integers.
+by the publisher), the producing service and the version of the event's type it was written
+at. Times and durations are integer nanoseconds; GPU quantities are integers.
 """
 
-from typing import Annotated, Final, Literal
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, ClassVar, Final, Literal, get_args
 
 import msgspec
 
 from allot.proto import limits
 from allot.proto.codes import GroundCode, ReasonCode
 
-# The schema version events are written with. Version 2: an admission lists placements (one
-# per node) where version 1 had one node_id and its gpus. Older events are upcast as they are
-# read (``allot.bus.codec``), never rewritten.
-SCHEMA_VERSION: Final = 2
+# Every type's first version (docs/adr/0028). One number used to cover all types: 1, then 2
+# when an admission got placements (one per node) instead of one node_id and its gpus. So
+# every type starts at 2, and 1 means an event written before that change.
+BASE_VERSION: Final = 2
 
 
 class Meta(msgspec.Struct, frozen=True, kw_only=True):
-    """The envelope every event carries."""
+    """The envelope every event carries. ``v``: the version of the event's type it was
+    written at (each type has its own)."""
 
     id: str
     at: int
     producer: str
-    v: int = SCHEMA_VERSION
+    v: int = BASE_VERSION  # the codec writes the type's VERSION, whatever this says
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
-    """Base of all events; subclasses pin their tag so the wire name never follows a rename."""
+    """Base of all events; subclasses pin their tag so the wire name never follows a rename.
 
+    ``VERSION`` is the type's current version. Raise it, in the type's own class, when a
+    change would make an older event of the type read wrong (a field renamed, retyped or
+    given a new meaning), and register an upcaster from the old version in
+    ``allot.proto.upcasters``. Adding a field with a default needs neither."""
+
+    VERSION: ClassVar[int] = BASE_VERSION
     meta: Meta
 
 
@@ -569,6 +578,9 @@ class EventQuarantined(Event, frozen=True, kw_only=True, tag="EventQuarantined")
     by: str = ""  # the operator who said so
 
 
+# The tagged union the codec decodes into: the one list of event types. Everything else that
+# enumerates them (``EVENT_TYPES``, ``EVENT_BY_TAG``) is derived from it, so a new event is
+# added here once. ``tests/unit/test_contracts.py`` fails for an event class left out.
 AnyEvent = (
     JobSubmitted
     | JobRejected
@@ -601,34 +613,8 @@ AnyEvent = (
     | EventQuarantined
 )
 
-EVENT_TYPES: Final[tuple[type[Event], ...]] = (
-    JobSubmitted,
-    JobRejected,
-    JobCancelRequested,
-    JobCancelled,
-    JobStarted,
-    JobCheckpointed,
-    JobExited,
-    StopRequested,
-    KillRequested,
-    JobPreempted,
-    JobRequeued,
-    GraceTooShort,
-    MaxWaitExceeded,
-    PlanComputed,
-    PolicyAdopted,
-    NodeRegistered,
-    NodeHealthChanged,
-    NodeLost,
-    NodeCordoned,
-    NodeUncordoned,
-    NodeDrained,
-    AccountDefined,
-    AccountUpdated,
-    AccountRemoved,
-    AccountsApplied,
-    UsageCharged,
-    BudgetGranted,
-    BudgetExhausted,
-    EventQuarantined,
+EVENT_TYPES: Final[tuple[type[Event], ...]] = get_args(AnyEvent)
+# Wire name (the pinned ``type`` tag) -> event class.
+EVENT_BY_TAG: Final[Mapping[str, type[Event]]] = MappingProxyType(
+    {str(kind.__struct_config__.tag): kind for kind in EVENT_TYPES}
 )

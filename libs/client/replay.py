@@ -23,6 +23,7 @@ from allot.core.fairshare import standings
 from allot.core.planning import DEFAULT_POLICY
 from allot.core.replay import Base, state_at, verify
 from allot.core.snapshot import SnapshotError, decode_snapshot
+from allot.proto import msgids
 from allot.proto.events import EventQuarantined
 from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import PLAN_EVENTS
@@ -270,7 +271,7 @@ async def cmd_log_quarantine(args: argparse.Namespace, connect: Any) -> int:
             reason=args.reason,
             by=getpass.getuser(),
         )
-        appended = await client.events.append(event, msg_id=f"quarantine:{args.seq}")
+        appended = await client.events.append(event, msg_id=msgids.quarantine(args.seq))
     if args.json:
         print(json.dumps({"seq": args.seq, "type": record.type, "quarantined_at": appended.seq}))
     else:

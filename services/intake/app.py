@@ -26,6 +26,7 @@ from allot.core import (
     validate_submission,
 )
 from allot.core.authz import cancel_refusal, submit_refusal
+from allot.proto import msgids
 from allot.proto.commands import (
     CancelReply,
     CancelRequest,
@@ -134,7 +135,7 @@ class Intake:
         )
         trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
         try:
-            appended = await self.events.append(event, msg_id=f"submit:{job_id}")
+            appended = await self.events.append(event, msg_id=msgids.submission(job_id))
         except Exception as error:  # the client retries with the same key
             self._appending.pop(job_id, None)
             log.warning("append failed for %s: %s", job_id, error)
@@ -164,7 +165,9 @@ class Intake:
         )
         try:
             with event_span("intake", self.state, self.traces, event):
-                appended = await self.events.append(event, msg_id=f"cancel:{request.job_id}")
+                appended = await self.events.append(
+                    event, msg_id=msgids.cancellation(request.job_id)
+                )
         except Exception as error:
             log.warning("append failed for cancel of %s: %s", request.job_id, error)
             return CancelReply(job_id=request.job_id, errors=[not_stored(error)])

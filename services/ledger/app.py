@@ -16,7 +16,6 @@ again what it has just appended.
 
 import argparse
 import asyncio
-import hashlib
 import logging
 
 import msgspec
@@ -26,6 +25,7 @@ from allot.core import State
 from allot.core.accounts import AccountChange, changes_to_apply, read_tree
 from allot.core.budgets import exhausted_now, read_grant
 from allot.core.charging import charges_due
+from allot.proto import msgids
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -100,9 +100,7 @@ class Ledger:
                     to_ns=due.to_ns,
                     gpu_ms=due.gpu_ms,
                 )
-                # The end is part of the id: a charge the fold refused (it ran past an exit
-                # not yet folded) must not block the right one as a duplicate.
-                msg_id = f"usage:{due.job_id}:{due.attempt}:{due.from_ns}:{due.to_ns}"
+                msg_id = msgids.usage_charge(due.job_id, due.attempt, due.from_ns, due.to_ns)
                 if not await self._append_due(event, msg_id):
                     return
             for path, period, used, budget in exhausted_now(self.state, self.clock.now()):
@@ -114,7 +112,9 @@ class Ledger:
                     budget_gpu_ms=budget,
                 )
                 grant = self.state.budgets[path].starts_at
-                if not await self._append_due(exhausted, f"exhausted:{path}:{grant}:{period}"):
+                if not await self._append_due(
+                    exhausted, msgids.budget_exhausted(path, grant, period)
+                ):
                     return
                 log.info("budget of %s used up for period %d", path, period)
 
@@ -190,7 +190,7 @@ class Ledger:
                 ]
             )
         try:
-            appended = await self.events.append(event, msg_id=_apply_id(event))
+            appended = await self.events.append(event, msg_id=msgids.accounts_apply(event))
         except Exception as error:  # nothing changed: the apply is one event
             return AccountsApplyReply(errors=[not_stored(error)])
         if refused := await self._refused(appended.seq, "accounts"):
@@ -224,12 +224,6 @@ class Ledger:
             if ignored.seq < seq:
                 break
         return None
-
-
-def _apply_id(event: AccountsApplied) -> str:
-    """The same changes computed from the same log position are one message."""
-    body = msgspec.json.encode([event.basis_seq, event.defined, event.updated, event.removed])
-    return f"accounts:{hashlib.blake2b(body, digest_size=12).hexdigest()}"
 
 
 async def serve(args: argparse.Namespace, events: EventLog) -> None:

@@ -29,6 +29,7 @@ from allot.bus.eventlog import EventLog
 from allot.bus.identity import load
 from allot.bus.tracing import JobTraces
 from allot.core import JobRecord, JobStatus, State
+from allot.proto import msgids
 from allot.proto.events import (
     Event,
     JobCancelled,
@@ -235,7 +236,9 @@ class NodeAgent:
                 node_id=self.node_id,
                 attempt=job.attempts,
             )
-            await self._append(event, self._msg_id(job.job_id, job.attempts, "cancelled"))
+            await self._append(
+                event, msgids.node_report(job.job_id, job.attempts, self.node_id, "cancelled")
+            )
             return
         event = JobExited(
             meta=stamp(self.node_id, self.clock),
@@ -247,7 +250,9 @@ class NodeAgent:
             attempt=job.attempts,
             stopped_in_ns=0,
         )
-        await self._append(event, self._msg_id(job.job_id, job.attempts, "exited"))
+        await self._append(
+            event, msgids.node_report(job.job_id, job.attempts, self.node_id, "exited")
+        )
 
     def _job_dir(self, job: JobRecord) -> JobDir:
         return JobDir(self.work_dir, job.job_id, job.attempts, self.checkpoint_root)
@@ -298,7 +303,7 @@ class NodeAgent:
             path=str(path),
             step=step,
         )
-        await self._append(event, f"{job.job_id}:checkpoint:{step}")
+        await self._append(event, msgids.checkpoint(job.job_id, step))
         watch.reported_step = step
 
     def _revoke(self, watch: "JobWatch") -> None:
@@ -362,7 +367,9 @@ class NodeAgent:
                     attempt=watch.attempt,
                     gpu_uuids=self._uuids_of(gpus),
                 )
-                await self._append(started, self._msg_id(job.job_id, watch.attempt, "started"))
+                await self._append(
+                    started, msgids.node_report(job.job_id, watch.attempt, self.node_id, "started")
+                )
             code = await process.wait_exit(watch.pid, job_dir, handle)
             watch.ended = True
             with contextlib.suppress(Exception):  # the checkpoint a stopped job saved last
@@ -397,11 +404,10 @@ class NodeAgent:
             attempt=watch.attempt,
             stopped_in_ns=stopped_in,
         )
-        await self._append(exited, self._msg_id(watch.job.job_id, watch.attempt, "exited"))
+        await self._append(
+            exited, msgids.node_report(watch.job.job_id, watch.attempt, self.node_id, "exited")
+        )
         log.info("%s exited with %s %s", watch.job.job_id, code, reason)
-
-    def _msg_id(self, job_id: str, attempt: int, what: str) -> str:
-        return f"{job_id}:{attempt}:{self.node_id}:{what}"
 
     def _uuids_of(self, gpus: list[int]) -> list[str]:
         """The devices' UUIDs, where every one is known; else none."""

@@ -26,6 +26,7 @@ from allot.core.maxwait import overdue
 from allot.core.planning import Plan
 from allot.core.policies import POLICIES
 from allot.core.policytoml import with_settings
+from allot.proto import msgids
 from allot.proto.events import MaxWaitExceeded, PlanComputed, PolicyAdopted
 from allot.services.runtime import (
     Clock,
@@ -82,7 +83,7 @@ class Planner:
             policy_json=msgspec.json.encode(self.policy).decode(),
         )
         # Once per policy (within the stream's duplicate window; the fold keeps one anyway).
-        await self.events.append(adopted, msg_id=f"policy:{self.policy_hash}")
+        await self.events.append(adopted, msg_id=msgids.policy_adoption(self.policy_hash))
         if await start_from_snapshot(self.events, self.state, self.code_version):
             self.snapshots.started_from(self.state)
         await asyncio.gather(
@@ -106,7 +107,9 @@ class Planner:
                 max_wait_ns=late.max_wait_ns,
             )
             with event_span("planner", self.state, self.traces, event):
-                await self.events.append(event, msg_id=f"{late.job_id}:{late.attempt}:max-wait")
+                await self.events.append(
+                    event, msg_id=msgids.attempt_step(late.job_id, late.attempt, "max-wait")
+                )
             log.warning(
                 "%s waited past the %s target of %s", late.job_id, late.account, late.waited_ns
             )

@@ -13,6 +13,7 @@ from allot.bus.eventlog import EventLog
 from allot.bus.tracing import JobTraces
 from allot.core import State
 from allot.core.executor import Action, Drained, Kill, Requeue, SettleLoss, Stop, due
+from allot.proto import msgids
 from allot.proto.events import (
     Event,
     GraceTooShort,
@@ -55,36 +56,37 @@ class Preemptor:
                 meta=meta, job_id=action.job_id, grace_ns=action.grace_ns, reason=action.reason,
                 kind=action.kind, attempt=action.attempt,
             )  # fmt: skip
-            return [(stop, f"{action.job_id}:{action.attempt}:stop")]
+            return [(stop, msgids.attempt_step(action.job_id, action.attempt, "stop"))]
         if isinstance(action, Kill):
             kill = KillRequested(
                 meta=meta, job_id=action.job_id, reason="grace period over", attempt=action.attempt
             )
-            return [(kill, f"{action.job_id}:{action.attempt}:kill")]
+            return [(kill, msgids.attempt_step(action.job_id, action.attempt, "kill"))]
         if isinstance(action, Requeue):
             requeued = JobRequeued(meta=meta, job_id=action.job_id, reason="preempted")
-            return [(requeued, f"{action.job_id}:{action.attempt}:requeued")]
+            return [(requeued, msgids.attempt_step(action.job_id, action.attempt, "requeued"))]
         if isinstance(action, Drained):
             drained = NodeDrained(meta=meta, node_id=action.node_id)
-            return [(drained, f"{action.node_id}:drain:{action.drain}")]
+            return [(drained, msgids.node_drained(action.node_id, action.drain))]
         return self._settling(action)
 
     def _settling(self, action: SettleLoss) -> list[tuple[Event, str]]:
-        key = f"{action.job_id}:{action.attempt}"
         events: list[tuple[Event, str]] = []
         if action.grace_too_short_ns is not None:
             warning = GraceTooShort(
                 meta=stamp("preemptor", self.clock), job_id=action.job_id,
                 grace_ns=action.grace_ns, measured_ns=action.grace_too_short_ns,
             )  # fmt: skip
-            events.append((warning, f"{key}:grace-too-short"))
+            events.append(
+                (warning, msgids.attempt_step(action.job_id, action.attempt, "grace-too-short"))
+            )
             log.warning("%s needed longer than its grace period to stop", action.job_id)
         preempted = JobPreempted(
             meta=stamp("preemptor", self.clock), job_id=action.job_id,
             lost_gpu_ms=action.lost_gpu_ms, checkpoint_age_ns=action.checkpoint_age_ns,
             grace_used_ns=action.grace_used_ns, attempt=action.attempt,
         )  # fmt: skip
-        events.append((preempted, f"{key}:preempted"))
+        events.append((preempted, msgids.attempt_step(action.job_id, action.attempt, "preempted")))
         return events
 
 

@@ -21,6 +21,7 @@ from nats.aio.msg import Msg
 
 from allot.bus.eventlog import EventLog
 from allot.core import Hearing, Silence, State, gpuhealth, judge_silence
+from allot.proto import msgids
 from allot.proto.events import Event, NodeCordoned, NodeHealthChanged, NodeLost
 from allot.proto.subjects import HEARTBEATS
 from allot.proto.telemetry import GpuFault, decode_heartbeat
@@ -115,9 +116,8 @@ class Telemetry:
                 gpu=change.gpu,
                 fault=change.fault,  # type: ignore[arg-type]
             )
-            direction = "up" if change.healthy else "down"
-            device = "node" if change.gpu is None else change.gpu
-            await self.events.append(event, msg_id=f"health:{node_id}:{device}:{direction}:{basis}")
+            msg_id = msgids.health_change(node_id, change.gpu, change.healthy, basis)
+            await self.events.append(event, msg_id=msg_id)
             log.warning("node %s, %s: %s", node_id, _device(change.gpu), change.reason)
         if judgment.cordon is not None:
             event = NodeCordoned(
@@ -128,7 +128,7 @@ class Telemetry:
                 by="telemetry",
                 now=gpuhealth.SUSPECT_DRAIN_NOW,
             )
-            await self.events.append(event, msg_id=f"suspect:{node_id}:{drains}")
+            await self.events.append(event, msg_id=msgids.suspect_drain(node_id, drains))
             log.warning("node %s is suspect (%s): cordoned, draining", node_id, judgment.cordon)
 
     async def _note_registrations(self) -> None:
@@ -200,7 +200,7 @@ class Telemetry:
             timeout_ns=int(self.timeout_s * 1e9),
         )
         # One loss per registration, however often this loop runs before the fold.
-        await self.events.append(event, msg_id=f"lost:{node_id}:{node.registered_at}")
+        await self.events.append(event, msg_id=msgids.node_loss(node_id, node.registered_at))
         log.warning("node %s silent for %.1fs: lost", node_id, now - self._last_seen[node_id])
 
 
