@@ -2,8 +2,6 @@
 a job, tell a job why it waits, keep the GPUs of a hold. The phases (``judge``,
 ``reserve``, ``fill``, ``preempt``, ``elastic``) are functions of a ``Cycle``."""
 
-from typing import NamedTuple
-
 import msgspec
 
 from allot.core.budgets import fund
@@ -26,39 +24,33 @@ from allot.proto.events import (
     Topology,
 )
 
-
-class JobShape(NamedTuple):
-    """What placement sees of a job: on the same free GPUs, jobs of one shape fit, or fail
-    to fit, alike. Cycles cache what did not fit by it, so a job field that comes to change
-    where a job fits belongs here, and only here."""
-
-    workers: int
-    gpus: int  # per worker
-    topology: Topology
-
-    @classmethod
-    def of(cls, spec: JobSpec) -> "JobShape":
-        return cls(spec.workers, spec.gpus, spec.topology)
-
-    def place(self, capacity: Capacity, models: list[str]) -> list[Placement] | None:
-        return capacity.place(self.workers, self.gpus, self.topology, models)
+# What placement sees of a job: (workers, GPUs per worker, topology). On the same free GPUs,
+# jobs of one shape fit, or fail to fit, alike.
+JobShape = tuple[int, int, Topology]
+# What quota and placement see of a job: (account, then the shape's fields, flavor, CPUs
+# and memory per worker). In one cycle, jobs of one demand are admitted, or refused for
+# one reason, alike: quota room and free GPUs only shrink.
+Demand = tuple[str, int, int, Topology, str | None, int, int]
+# Cycles cache what they worked out by these keys: a job field that comes to change where
+# a job fits, or what it is charged, is added to them here, and only here. Plain tuples,
+# built by a function each: keys are made for every job a cycle looks at.
 
 
-class Demand(NamedTuple):
-    """What quota and placement see of a job: in one cycle, jobs of one demand are admitted,
-    or refused for one reason, alike (quota room and free GPUs only shrink). A job field
-    that comes to change what a job is charged, or where it fits, belongs here or in
-    ``JobShape``."""
+def shape_of(spec: JobSpec) -> JobShape:
+    return (spec.workers, spec.gpus, spec.topology)
 
-    account: str
-    shape: JobShape
-    flavor: str | None
-    cpus: int
-    memory_mib: int
 
-    @classmethod
-    def of(cls, spec: JobSpec) -> "Demand":
-        return cls(spec.account, JobShape.of(spec), spec.flavor, spec.cpus, spec.memory_mib)
+def demand_of(spec: JobSpec) -> Demand:
+    return (
+        spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
+        spec.memory_mib,
+    )  # fmt: skip
+
+
+def place(capacity: Capacity, shape: JobShape, models: list[str]) -> list[Placement] | None:
+    """Where a job of ``shape`` goes on ``capacity``, best fit, or None."""
+    workers, gpus, topology = shape
+    return capacity.place(workers, gpus, topology, models)
 
 
 Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment

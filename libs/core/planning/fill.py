@@ -2,7 +2,7 @@
 are left, in queue order (``fill_depth`` of them at most), on the terms of phases 2 and 3.
 Those that do not fit are told nothing new, as any job past the depth."""
 
-from allot.core.planning.cycle import Cycle, JobShape
+from allot.core.planning.cycle import Cycle, shape_of
 from allot.core.planning.judge import verdict
 from allot.core.planning.order import ordered
 
@@ -23,7 +23,7 @@ def fill(cycle: Cycle, limit: int) -> None:
             continue  # looked at, or kept for; or what is left shrank since the merge began
         limit -= 1
         short = cycle.ends_before_reservation(job)
-        tried = (JobShape.of(job.spec), tuple(cycle.models_of(job)), short)
+        tried = (shape_of(job.spec), tuple(cycle.models_of(job)), short)
         if not cycle.quotas.by_model and tried in cycle.unplaced:
             # Its shape found no room on the models its quota allows (all, when quotas do
             # not name models; none would be a refusal anyway): refused, whatever its

@@ -9,7 +9,7 @@ The first jobs short of room get a reservation (``reserve``).
 import msgspec
 
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, Demand, JobShape, Refusal
+from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, place, shape_of
 from allot.core.planning.reserve import may_reserve, reserve
 from allot.core.quota import QuotaBlock
 from allot.core.topology import model_of
@@ -57,7 +57,7 @@ def verdict(cycle: Cycle, job: JobRecord, short: bool) -> tuple[list[Placement] 
     Free space and quota room only shrink within a cycle: a job of a demand refused before
     is refused for the same reason."""
     spec = job.spec
-    demand = (Demand.of(spec), short)
+    demand = (demand_of(spec), short)
     known = cycle.refused.get(demand)
     if known is not None:
         refused, version = known
@@ -79,7 +79,7 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
     dealt with; a hold nothing is being stopped for any more is let go."""
     cycle.keep(held, take=False)
     models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
-    placements = JobShape.of(job.spec).place(cycle.capacity, models)
+    placements = place(cycle.capacity, shape_of(job.spec), models)
     if placements is not None:
         cycle.admit(job, placements)
         return True
@@ -106,7 +106,7 @@ def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refus
     allowed, block = cycle.quotas.models_allowed(spec, cycle.models_of(job))
     if block is not None:
         return _quota_refusal(block)
-    shape = JobShape.of(spec)
+    shape = shape_of(spec)
     tried = (shape, tuple(allowed), short)
     if tried not in cycle.unplaced:
         placements = _place(cycle, shape, allowed, short)
@@ -123,11 +123,11 @@ def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refus
 def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> list[Placement] | None:
     reservation = cycle.reservation
     if not short or reservation is None:
-        return shape.place(cycle.capacity, models)
+        return place(cycle.capacity, shape, models)
     # It ends before the reservation starts, so it may use the GPUs set aside meanwhile;
     # those it takes are no longer set aside.
     with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-        placements = shape.place(cycle.capacity, models)
+        placements = place(cycle.capacity, shape, models)
     taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
     still = [
         Placement(node_id=p.node_id, gpus=gpus)
@@ -141,10 +141,11 @@ def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> lis
 def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refusal:
     """Why a job that quota allows does not fit: code, parameters, figures of the moment."""
     capacity, reservation = cycle.capacity, cycle.reservation
-    need = shape.workers * shape.gpus
+    workers, per_worker, topology = shape
+    need = workers * per_worker
     if reservation is not None and not short:
         with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-            fits = shape.place(capacity, models)
+            fits = place(capacity, shape, models)
         if fits is not None:
             return (
                 RESERVED_FOR,
@@ -153,8 +154,8 @@ def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refus
             )
     free = max((capacity.free_by_model.get(m, 0) for m in models), default=0)
     if free >= need:
-        largest = capacity.largest(shape.gpus, shape.topology, models)
-        return NO_BLOCK, {"need": need, "topology": shape.topology}, {"largest": largest}
+        largest = capacity.largest(per_worker, topology, models)
+        return NO_BLOCK, {"need": need, "topology": topology}, {"largest": largest}
     if max((cycle.free_at_start.get(m, 0) for m in models), default=0) >= need:
         return BEHIND, {"need": need}, {"free": free}
     return NO_FIT, {"need": need}, {"free": free}

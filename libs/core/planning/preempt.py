@@ -10,7 +10,7 @@ from allot.core.accounts import ancestry
 from allot.core.budgets import fund
 from allot.core.drain import draining
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, Demand, Waiting
+from allot.core.planning.cycle import Cycle, Demand, Waiting, demand_of
 from allot.core.planning.judge import SHORT_OF_ROOM
 from allot.core.preemption import Grounds, Stoppable, candidates, could_claim, stoppable_jobs
 from allot.core.victims import Victim, choose
@@ -122,7 +122,7 @@ def _scan(
         if tries == 0:
             break
         spec = job.spec
-        alike = (Demand.of(spec), spec.tier, spec.min_runtime_ns)
+        alike = (demand_of(spec), spec.tier, spec.min_runtime_ns)
         if alike in owed_nothing:
             continue
         if n is None and cycle.quotas.models_allowed(spec, cycle.models_of(job))[1]:

@@ -7,7 +7,7 @@ import bisect
 
 from allot.core.model import JobRecord
 from allot.core.placement import Capacity
-from allot.core.planning.cycle import Cycle, JobShape, Reservation
+from allot.core.planning.cycle import Cycle, JobShape, Reservation, place, shape_of
 from allot.core.planning.memo import Releases, Reserved
 from allot.proto.events import Placement
 
@@ -30,7 +30,7 @@ def reserve(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
         return
     releases = _releases(cycle)
     known = cycle.holders.reservations
-    shape = JobShape.of(job.spec)
+    shape = shape_of(job.spec)
     key = _reservation_key(cycle, shape, models)
     if key in known:
         reserved = known[key]
@@ -69,11 +69,12 @@ def _find_reservation(
     where upper bounds of the free GPUs (a GPU released twice counts twice) leave it a
     chance; the GPUs released are given back to a copy of the free ones only then, node by
     node."""
-    need = shape.workers * shape.gpus
+    workers, per_worker, topology = shape
+    need = workers * per_worker
     # A worker needs a node with ``room`` free: the whole job's GPUs on one node, a
     # worker's for a gang that may spread.
-    one_node = shape.workers == 1 or shape.topology in ("nvlink", "node")
-    room, workers = (need, 1) if one_node else (shape.gpus, shape.workers)
+    one_node = workers == 1 or topology in ("nvlink", "node")
+    room, slots_needed = (need, 1) if one_node else (per_worker, workers)
     counted = dict(capacity.free_by_model)  # model -> free GPUs, an upper bound
     upper: dict[str, int] = {}  # node id -> free GPUs, an upper bound, where released
     slots = capacity.slots(models, room)  # places for a worker, an upper bound
@@ -99,14 +100,14 @@ def _find_reservation(
                 continue
         # Until a try fails, any node may have room; after, only one that changed since
         # can make the difference (a node given to since with room was tried then).
-        if slots < workers or (tried and not roomy):
+        if slots < slots_needed or (tried and not roomy):
             continue
         tried = True
         future = future or capacity.copy()
         for node_id, gpus in unapplied.items():
             future.give(node_id, gpus)
         unapplied = {}
-        found = shape.place(future, models)
+        found = place(future, shape, models)
         if found is not None:
             return at, found
     return None
