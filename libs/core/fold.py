@@ -11,7 +11,7 @@ state is the fold of the log before it without that event. The fold marks the st
 """
 
 from collections.abc import Iterable
-from typing import Protocol, cast
+from typing import Protocol
 
 from allot.core import fold_jobs, fold_ledger, fold_nodes, wellformed
 from allot.core.model import FoldRule, Ignore, State
@@ -114,15 +114,11 @@ CHANGES: dict[type[Event], tuple[str, ...]] = {
 }
 
 
-class _OfAJob(Protocol):
-    job_id: str
-
-
 def _note_changes(state: State, event: Event) -> None:
     for version in CHANGES[type(event)]:
         setattr(state, version, getattr(state, version) + 1)
         if version == _HOLDERS:
-            state.holder_changes.add(cast(_OfAJob, event).job_id)
+            state.holder_changes.add(event.job_id)  # type: ignore[attr-defined]
 
 
 def apply(state: State, seq: int, event: Event) -> State:

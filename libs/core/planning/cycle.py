@@ -47,12 +47,6 @@ def demand_of(spec: JobSpec) -> Demand:
     )  # fmt: skip
 
 
-def place(capacity: Capacity, shape: JobShape, models: list[str]) -> list[Placement] | None:
-    """Where a job of ``shape`` goes on ``capacity``, best fit, or None."""
-    workers, gpus, topology = shape
-    return capacity.place(workers, gpus, topology, models)
-
-
 Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
 
 

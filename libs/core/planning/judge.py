@@ -9,7 +9,7 @@ The first jobs short of room get a reservation (``reserve``).
 import msgspec
 
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, place, shape_of
+from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, shape_of
 from allot.core.planning.reserve import may_reserve, reserve
 from allot.core.quota import QuotaBlock
 from allot.core.topology import model_of
@@ -79,7 +79,7 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
     dealt with; a hold nothing is being stopped for any more is let go."""
     cycle.keep(held, take=False)
     models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
-    placements = place(cycle.capacity, shape_of(job.spec), models)
+    placements = cycle.capacity.place(*shape_of(job.spec), models)
     if placements is not None:
         cycle.admit(job, placements)
         return True
@@ -123,11 +123,11 @@ def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refus
 def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> list[Placement] | None:
     reservation = cycle.reservation
     if not short or reservation is None:
-        return place(cycle.capacity, shape, models)
+        return cycle.capacity.place(*shape, models)
     # It ends before the reservation starts, so it may use the GPUs set aside meanwhile;
     # those it takes are no longer set aside.
     with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-        placements = place(cycle.capacity, shape, models)
+        placements = cycle.capacity.place(*shape, models)
     taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
     still = [
         Placement(node_id=p.node_id, gpus=gpus)
@@ -145,7 +145,7 @@ def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refus
     need = workers * per_worker
     if reservation is not None and not short:
         with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-            fits = place(capacity, shape, models)
+            fits = capacity.place(*shape, models)
         if fits is not None:
             return (
                 RESERVED_FOR,

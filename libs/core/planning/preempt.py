@@ -152,8 +152,11 @@ def _scan(
         own = reservation if reservation and reservation.job_id == job.job_id else None
         # What is set aside for it is its to use; set aside still, for this cycle, after:
         # jobs behind it were told so (RESERVED_FOR). Next cycle the hold alone speaks for it.
-        with capacity.lent((p.node_id, p.gpus) for p in (own.set_aside if own else ())):
+        if own is None:
             found = _choose(cycle, spec, models, owed, grounds.reclaims_from, over_share)
+        else:
+            with capacity.lent((p.node_id, p.gpus) for p in own.set_aside):
+                found = _choose(cycle, spec, models, owed, grounds.reclaims_from, over_share)
         if found is None:
             if own is None:
                 owed_nothing.add(alike)

@@ -7,7 +7,7 @@ import bisect
 
 from allot.core.model import JobRecord
 from allot.core.placement import Capacity
-from allot.core.planning.cycle import Cycle, JobShape, Reservation, place, shape_of
+from allot.core.planning.cycle import Cycle, JobShape, Reservation, shape_of
 from allot.core.planning.memo import Releases, Reserved
 from allot.proto.events import Placement
 
@@ -107,7 +107,7 @@ def _find_reservation(
         for node_id, gpus in unapplied.items():
             future.give(node_id, gpus)
         unapplied = {}
-        found = place(future, shape, models)
+        found = future.place(*shape, models)
         if found is not None:
             return at, found
     return None
