@@ -13,40 +13,9 @@ state is the fold of the log before it without that event. The fold marks the st
 from collections.abc import Iterable
 from typing import Protocol
 
-from allot.core import fold_jobs, fold_ledger, fold_nodes, wellformed
-from allot.core.model import FoldRule, Ignore, State
-from allot.proto.events import (
-    AccountDefined,
-    AccountRemoved,
-    AccountsApplied,
-    AccountUpdated,
-    BudgetExhausted,
-    BudgetGranted,
-    Event,
-    EventQuarantined,
-    GraceTooShort,
-    JobCancelled,
-    JobCancelRequested,
-    JobCheckpointed,
-    JobExited,
-    JobPreempted,
-    JobRejected,
-    JobRequeued,
-    JobStarted,
-    JobSubmitted,
-    KillRequested,
-    MaxWaitExceeded,
-    NodeCordoned,
-    NodeDrained,
-    NodeHealthChanged,
-    NodeLost,
-    NodeRegistered,
-    NodeUncordoned,
-    PlanComputed,
-    PolicyAdopted,
-    StopRequested,
-    UsageCharged,
-)
+from allot.core import fold_jobs, fold_ledger, fold_nodes, fold_plans, wellformed
+from allot.core.model import HOLDERS, FoldRule, Ignore, State
+from allot.proto.events import Event, EventQuarantined, PlanComputed
 
 # The reason recorded when a rule failed on an event no check refused. It is a bug to fix
 # (the fuzz tests look for it); the fold goes on, as it must for every service alike.
@@ -64,6 +33,7 @@ def _quarantined(state: State, seq: int, e: EventQuarantined) -> None:
 
 _RULES: dict[type[Event], FoldRule] = {
     **fold_jobs.RULES,
+    **fold_plans.RULES,
     **fold_nodes.RULES,
     **fold_ledger.RULES,
     EventQuarantined: _quarantined,
@@ -71,45 +41,15 @@ _RULES: dict[type[Event], FoldRule] = {
 
 # What a folded event changes of what planners keep between cycles: their memos key on
 # these versions of the state (``allot.core.planning.memo``), bumped here once the event's
-# rule has applied. Every type with a rule is listed, none a decision too (a test holds the
-# two tables together). Where only some events of a type change what is kept, the rule
-# bumps the version itself: a submission to an account new to the state (fair share), a
-# plan that admits, preempts or holds (holders).
-_HOLDERS, _NODES, _ACCOUNTS, _USAGE = (
-    "holders_version",
-    "nodes_version",
-    "fair_share_version",
-    "usage_version",
-)
+# rule has applied. Each fold module lists every type it has a rule for, none being a
+# decision too (a test holds the two tables together). Where only some events of a type
+# change what is kept, the rule bumps the version itself: a submission to an account new
+# to the state (fair share), a plan that admits, preempts or holds (holders).
 CHANGES: dict[type[Event], tuple[str, ...]] = {
-    JobSubmitted: (),
-    JobRejected: (_HOLDERS,),
-    JobCancelRequested: (_HOLDERS,),
-    JobCancelled: (_HOLDERS,),
-    JobStarted: (_HOLDERS,),
-    JobCheckpointed: (_HOLDERS,),
-    JobExited: (_HOLDERS,),
-    StopRequested: (_HOLDERS,),
-    KillRequested: (_HOLDERS,),
-    GraceTooShort: (),
-    JobPreempted: (_HOLDERS,),
-    JobRequeued: (_HOLDERS,),
-    MaxWaitExceeded: (),
-    PlanComputed: (),
-    PolicyAdopted: (),
-    NodeRegistered: (_NODES,),
-    NodeHealthChanged: (_NODES,),
-    NodeLost: (_NODES,),
-    NodeCordoned: (_NODES,),
-    NodeUncordoned: (_NODES,),
-    NodeDrained: (_NODES,),
-    AccountDefined: (_ACCOUNTS,),
-    AccountUpdated: (_ACCOUNTS,),
-    AccountRemoved: (_ACCOUNTS,),
-    AccountsApplied: (_ACCOUNTS,),
-    UsageCharged: (_USAGE,),
-    BudgetGranted: (),
-    BudgetExhausted: (),
+    **fold_jobs.CHANGES,
+    **fold_plans.CHANGES,
+    **fold_nodes.CHANGES,
+    **fold_ledger.CHANGES,
     EventQuarantined: (),  # a refold follows, and planners start their memos again
 }
 
@@ -117,7 +57,7 @@ CHANGES: dict[type[Event], tuple[str, ...]] = {
 def _note_changes(state: State, event: Event) -> None:
     for version in CHANGES[type(event)]:
         setattr(state, version, getattr(state, version) + 1)
-        if version == _HOLDERS:
+        if version == HOLDERS:
             state.holder_changes.add(event.job_id)  # type: ignore[attr-defined]
 
 

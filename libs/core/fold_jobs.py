@@ -1,7 +1,8 @@
-"""Fold rules for jobs and plans: submission to end, admissions, requeues."""
+"""Fold rules for jobs: submission to end, stops, preemptions, requeues."""
 
 from allot.core.accounts import ancestry
 from allot.core.model import (
+    HOLDERS,
     FoldRule,
     Ignore,
     JobRecord,
@@ -9,10 +10,7 @@ from allot.core.model import (
     State,
     UnbilledRun,
 )
-from allot.core.quota import needs
-from allot.core.topology import model_of
 from allot.proto.events import (
-    Admission,
     Event,
     GraceTooShort,
     JobCancelled,
@@ -25,16 +23,13 @@ from allot.proto.events import (
     JobStarted,
     JobSubmitted,
     KillRequested,
-    MaxWaitExceeded,
-    PlanComputed,
-    PolicyAdopted,
     StopRequested,
 )
 
 _HOLDING = (JobStatus.ADMITTED, JobStatus.RUNNING)
 
 
-def _job(state: State, job_id: str) -> JobRecord:
+def known_job(state: State, job_id: str) -> JobRecord:
     job = state.jobs.get(job_id)
     if job is None:
         raise Ignore(f"unknown job {job_id}")
@@ -119,14 +114,14 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
 
 
 def _rejected(state: State, seq: int, e: JobRejected) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if job.status != JobStatus.PENDING:
         raise Ignore(f"job {e.job_id} is {job.status}, only pending jobs can be rejected")
     end_job(state, job, JobStatus.REJECTED, e.meta.at, f"{e.field}: {e.message}")
 
 
 def _cancel_requested(state: State, seq: int, e: JobCancelRequested) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if job.status.terminal:
         raise Ignore(f"job {e.job_id} already {job.status}")
     if job.status in (JobStatus.PENDING, JobStatus.PREEMPTED):
@@ -140,7 +135,7 @@ def _attempt_on_node(
 ) -> JobRecord:
     """The job, if a node's report is about its current attempt there; else ignore the
     report (a late one from an earlier attempt must not end the next)."""
-    job = _job(state, job_id)
+    job = known_job(state, job_id)
     if job.status not in statuses or node_id not in job.placements or job.attempts != attempt:
         raise Ignore(
             f"job {job_id} is {job.status} on {','.join(job.placements) or '-'} in attempt "
@@ -175,7 +170,7 @@ def _started(state: State, seq: int, e: JobStarted) -> None:
 
 
 def _checkpointed(state: State, seq: int, e: JobCheckpointed) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if not job.status.holds_gpus:
         raise Ignore(f"job {e.job_id} is {job.status}, not running")
     if e.step is not None and e.step <= job.checkpoint_step:
@@ -231,7 +226,7 @@ def _stopped(state: State, job: JobRecord, e: JobExited) -> None:
 
 
 def _stop_requested(state: State, seq: int, e: StopRequested) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if not job.status.holds_gpus or job.attempts != e.attempt:
         raise Ignore(f"job {e.job_id} is {job.status} in attempt {job.attempts}, not stoppable")
     if job.stop is not None:
@@ -240,7 +235,7 @@ def _stop_requested(state: State, seq: int, e: StopRequested) -> None:
 
 
 def _kill_requested(state: State, seq: int, e: KillRequested) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if job.stop is None or not job.status.holds_gpus or job.attempts != e.attempt:
         raise Ignore(f"job {e.job_id} is {job.status} and not being stopped")
     if job.kill_requested:
@@ -249,7 +244,7 @@ def _kill_requested(state: State, seq: int, e: KillRequested) -> None:
 
 
 def _preempted(state: State, seq: int, e: JobPreempted) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if job.status != JobStatus.PREEMPTED or job.preempted_at is not None:
         raise Ignore(f"job {e.job_id} is {job.status}, not a stopped preemption")
     if job.attempts != e.attempt:
@@ -262,115 +257,14 @@ def _preempted(state: State, seq: int, e: JobPreempted) -> None:
 
 
 def _requeued(state: State, seq: int, e: JobRequeued) -> None:
-    job = _job(state, e.job_id)
+    job = known_job(state, e.job_id)
     if job.status != JobStatus.PREEMPTED or job.preempted_at is None:
         raise Ignore(f"job {e.job_id} is {job.status}, only preempted jobs are requeued")
     requeue(state, job, e.meta.at, e.reason)
 
 
 def _grace_too_short(state: State, seq: int, e: GraceTooShort) -> None:
-    _job(state, e.job_id).grace_too_short_ns = e.measured_ns
-
-
-def _policy_adopted(state: State, seq: int, e: PolicyAdopted) -> None:
-    state.policies[e.policy_hash] = e.policy_json
-
-
-def _max_wait_exceeded(state: State, seq: int, e: MaxWaitExceeded) -> None:
-    job = _job(state, e.job_id)
-    if job.status != JobStatus.PENDING or job.attempts != e.attempt:
-        raise Ignore(f"job {e.job_id} is {job.status} in attempt {job.attempts}, not waiting")
-    job.max_wait_exceeded = True
-
-
-# --- plans ------------------------------------------------------------------------------
-
-
-def _plan(state: State, seq: int, e: PlanComputed) -> None:
-    for admission in e.admissions:
-        problem = _admission_problem(state, admission)
-        if problem:
-            state.note_ignored(seq, "PlanComputed.admission", f"{admission.job_id}: {problem}")
-            continue
-        job = state.jobs[admission.job_id]
-        for placement in admission.placements:
-            node = state.nodes[placement.node_id]
-            for index in placement.gpus:
-                node.allocated[index] = job.job_id
-        model = model_of(state.nodes[admission.placements[0].node_id])
-        gpus = sum(len(p.gpus) for p in admission.placements)
-        amounts = state.holders[job.job_id] = needs(job.spec, model, gpus)
-        for path in ancestry(job.spec.account):
-            held = state.quota_used.setdefault(path, {})
-            for resource, amount in amounts.items():
-                held[resource] = held.get(resource, 0) + amount
-        job.status = JobStatus.ADMITTED
-        job.placements = {p.node_id: list(p.gpus) for p in admission.placements}
-        job.started_on, job.exited_on = {}, {}
-        job.admitted_at = e.now
-        job.funded = admission.funded
-        job.reason = None
-        state.dequeue(job)
-        state.holds.pop(job.job_id, None)
-        state.holder_changes.add(job.job_id)
-    for preemption in e.preemptions:
-        victim = state.jobs.get(preemption.job_id)
-        if victim is None or victim.status != JobStatus.RUNNING or victim.preemption or victim.stop:
-            state.note_ignored(seq, "PlanComputed.preemption", f"{preemption.job_id}: not running")
-            continue
-        victim.preemption = preemption
-        state.holder_changes.add(victim.job_id)
-    for hold in e.holds:
-        if not hold.placements:
-            state.holds.pop(hold.job_id, None)  # let go: nothing is being stopped for it
-        elif hold.job_id not in state.pending:
-            state.note_ignored(seq, "PlanComputed.hold", f"{hold.job_id}: not waiting")
-        elif not all(_on_node(state, p.node_id, p.gpus) for p in hold.placements):
-            state.note_ignored(seq, "PlanComputed.hold", f"{hold.job_id}: no such GPUs")
-        else:
-            state.holds[hold.job_id] = list(hold.placements)
-    for reason in e.pending:
-        waiting = state.jobs.get(reason.job_id)
-        if waiting is not None and waiting.status == JobStatus.PENDING:
-            waiting.reason = reason
-            state.unstated.pop(reason.job_id, None)
-    if e.admissions or e.preemptions or e.holds:  # only then: most plans only state reasons
-        state.holders_version += 1
-
-
-def _on_node(state: State, node_id: str, gpus: list[int]) -> bool:
-    node = state.nodes.get(node_id)
-    return node is not None and set(gpus) <= {g.index for g in node.gpus}
-
-
-def _admission_problem(state: State, a: Admission) -> str:
-    job = state.jobs.get(a.job_id)
-    if job is None or job.status != JobStatus.PENDING:
-        return "job is not pending"
-    spec = job.spec
-    counts = [len(p.gpus) for p in a.placements]
-    total = sum(counts)
-    if spec.max_gpus is None and total != spec.total_gpus:
-        return f"{total} GPUs placed, the job needs {spec.total_gpus}"
-    if spec.max_gpus is not None and not spec.gpus <= total <= spec.max_gpus:
-        return f"{total} GPUs placed, the elastic job takes {spec.gpus} to {spec.max_gpus}"
-    nodes = [p.node_id for p in a.placements]
-    if len(set(nodes)) != len(nodes):
-        return "placements name a node twice"
-    if spec.max_gpus is not None and len(nodes) != 1:
-        return "an elastic job is one worker, on one node"
-    if spec.max_gpus is None and any(count % spec.gpus for count in counts):
-        return "placements split a worker across nodes"
-    for placement in a.placements:
-        node = state.nodes.get(placement.node_id)
-        if node is None or not node.schedulable:
-            return f"node {placement.node_id} is not schedulable"
-        indices = {g.index for g in node.gpus}
-        gpus = placement.gpus
-        taken = any(i not in indices or i in node.allocated or i in node.gpu_faults for i in gpus)
-        if len(set(gpus)) != len(gpus) or taken:
-            return f"GPUs {gpus} not free on {placement.node_id}"
-    return ""
+    known_job(state, e.job_id).grace_too_short_ns = e.measured_ns
 
 
 RULES: dict[type[Event], FoldRule] = {
@@ -386,7 +280,19 @@ RULES: dict[type[Event], FoldRule] = {
     GraceTooShort: _grace_too_short,
     JobPreempted: _preempted,
     JobRequeued: _requeued,
-    MaxWaitExceeded: _max_wait_exceeded,
-    PlanComputed: _plan,
-    PolicyAdopted: _policy_adopted,
+}
+
+CHANGES: dict[type[Event], tuple[str, ...]] = {
+    JobSubmitted: (),  # its rule: fair share, for an account new to the state
+    JobRejected: (HOLDERS,),
+    JobCancelRequested: (HOLDERS,),
+    JobCancelled: (HOLDERS,),
+    JobStarted: (HOLDERS,),
+    JobCheckpointed: (HOLDERS,),
+    JobExited: (HOLDERS,),
+    StopRequested: (HOLDERS,),
+    KillRequested: (HOLDERS,),
+    GraceTooShort: (),
+    JobPreempted: (HOLDERS,),
+    JobRequeued: (HOLDERS,),
 }

@@ -2,7 +2,9 @@
 
 from allot.core.accounts import ancestry, parent_of, settings_problems
 from allot.core.model import (
+    ACCOUNTS,
     HOUR_NS,
+    USAGE,
     AccountUsage,
     Budget,
     FoldRule,
@@ -145,4 +147,14 @@ RULES: dict[type[Event], FoldRule] = {
     UsageCharged: _charged,
     BudgetGranted: _granted,
     BudgetExhausted: _exhausted,
+}
+
+CHANGES: dict[type[Event], tuple[str, ...]] = {
+    AccountDefined: (ACCOUNTS,),
+    AccountUpdated: (ACCOUNTS,),
+    AccountRemoved: (ACCOUNTS,),
+    AccountsApplied: (ACCOUNTS,),
+    UsageCharged: (USAGE,),
+    BudgetGranted: (),
+    BudgetExhausted: (),
 }

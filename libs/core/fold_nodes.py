@@ -2,6 +2,7 @@
 
 from allot.core.fold_jobs import end_job, requeue
 from allot.core.model import (
+    NODES,
     FoldRule,
     GpuFaultRecord,
     Ignore,
@@ -145,3 +146,5 @@ RULES: dict[type[Event], FoldRule] = {
     NodeUncordoned: _uncordoned,
     NodeDrained: _drained,
 }
+
+CHANGES: dict[type[Event], tuple[str, ...]] = dict.fromkeys(RULES, (NODES,))

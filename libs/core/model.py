@@ -377,3 +377,13 @@ def _unqueue(
 
 # A fold rule: folds one event of its type into the state, or raises Ignore.
 FoldRule = Callable[[State, int, Any], None]
+
+
+# The versions of a state that planners' memos key on, by attribute name; each fold module
+# says which of them the events of each type change (``allot.core.fold.CHANGES``).
+HOLDERS, NODES, ACCOUNTS, USAGE = (
+    "holders_version",
+    "nodes_version",
+    "fair_share_version",
+    "usage_version",
+)
