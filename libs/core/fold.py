@@ -41,10 +41,11 @@ _RULES: dict[type[Event], FoldRule] = {
 
 # What a folded event changes of what planners keep between cycles: their memos key on
 # these versions of the state (``allot.core.planning.memo``), bumped here once the event's
-# rule has applied. Each fold module lists every type it has a rule for, none being a
-# decision too (a test holds the two tables together). Where only some events of a type
-# change what is kept, the rule bumps the version itself: a submission to an account new
-# to the state (fair share), a plan that admits, preempts or holds (holders).
+# rule has applied. Each fold module lists, beside its rules, every type it has a rule for
+# (none being a decision too): a type with a rule and no entry stops the import. Where only
+# some events of a type change what is kept, the rule bumps the version itself: a
+# submission to an account new to the state (fair share), a plan that admits, preempts or
+# holds (holders).
 CHANGES: dict[type[Event], tuple[str, ...]] = {
     **fold_jobs.CHANGES,
     **fold_plans.CHANGES,
@@ -52,13 +53,10 @@ CHANGES: dict[type[Event], tuple[str, ...]] = {
     **fold_ledger.CHANGES,
     EventQuarantined: (),  # a refold follows, and planners start their memos again
 }
-
-
-def _note_changes(state: State, event: Event) -> None:
-    for version in CHANGES[type(event)]:
-        setattr(state, version, getattr(state, version) + 1)
-        if version == HOLDERS:
-            state.holder_changes.add(event.job_id)  # type: ignore[attr-defined]
+# An event type -> its rule, and the versions it changes: one lookup an event.
+_FOLDS: dict[type[Event], tuple[FoldRule, tuple[str, ...]]] = {
+    kind: (rule, CHANGES[kind]) for kind, rule in _RULES.items()
+}
 
 
 def apply(state: State, seq: int, event: Event) -> State:
@@ -66,16 +64,20 @@ def apply(state: State, seq: int, event: Event) -> State:
     if seq <= state.seq:
         state.note_ignored(seq, _tag(event), f"sequence {seq} already folded (at {state.seq})")
         return state
-    handler = _RULES.get(type(event))
+    fold = _FOLDS.get(type(event))
     try:
         if seq in state.quarantined:
             raise Ignore(f"quarantined: {state.quarantined[seq]}")
         if problem := wellformed.problem(event):
             raise Ignore(f"malformed: {problem}")
-        if handler is None:
+        if fold is None:
             raise Ignore("no fold rule for this event type")
-        handler(state, seq, event)
-        _note_changes(state, event)
+        rule, changes = fold
+        rule(state, seq, event)
+        for version in changes:
+            setattr(state, version, getattr(state, version) + 1)
+            if version == HOLDERS:
+                state.holder_changes.add(event.job_id)  # type: ignore[attr-defined]
     except Ignore as why:
         state.note_ignored(seq, _tag(event), str(why))
     except Exception as error:  # the last line of defence: no event may stop a fold
