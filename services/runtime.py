@@ -91,7 +91,7 @@ async def follow_state(
                     note(record)
                 if state.refold_due:
                     await _refold(events, state)
-                if record.pending == 0:  # counts what reached this process unfolded too
+                if record.backlog == 0:  # counts what reached this process unfolded too
                     await caught_up()
     finally:
         if ticker is not None:

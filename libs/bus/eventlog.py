@@ -119,7 +119,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}
     # How many messages at least come after this one: the server's count at delivery or,
     # when following, those already delivered and waiting in the client, if more.
-    pending: int = 0
+    backlog: int = 0
     data: bytes = b""  # the message as stored, for export
 
 
@@ -385,8 +385,8 @@ class EventLog:
                                     "(read too slowly)", next_seq)  # fmt: skip
                         break
                     delivered += 1
-                    # What was delivered but not yet handed out is pending too: a caller
-                    # that decides whenever nothing is pending then folds all that first.
+                    # What was delivered but not yet handed out is backlog too: a caller
+                    # that decides whenever the backlog is empty then folds all that first.
                     record = to_record(msg, buffered=sub.pending_msgs)
                     next_seq = record.seq + 1
                     yield record
@@ -568,12 +568,12 @@ def to_record(msg: Msg, buffered: int = 0) -> Record:
     # The server counted what it had not sent yet when it sent this one; the client's
     # buffer holds what has come since. Each is a floor of what follows (they overlap), so
     # the larger is too, and it is 0 only when neither knows of more.
-    pending = max(meta.num_pending, buffered)
-    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, pending)
+    backlog = max(meta.num_pending, buffered)
+    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, backlog)
 
 
 def make_record(
-    seq: int, subject: str, data: bytes, headers: dict[str, str], pending: int = 0
+    seq: int, subject: str, data: bytes, headers: dict[str, str], backlog: int = 0
 ) -> Record:
     """A record of the log, its event decoded (or why not), from wherever it was read."""
     type_name = subject.rsplit(".", 1)[-1]
@@ -591,6 +591,6 @@ def make_record(
         event=event,
         error=error,
         headers=headers,
-        pending=pending,
+        backlog=backlog,
         data=data,
     )

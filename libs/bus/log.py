@@ -13,7 +13,7 @@ suite checks against both (tests/contract).
 - ``append_raw`` stores bytes as given at the next sequence (an import keeps sequences).
 - ``read`` and ``follow`` give ``Record`` s in sequence order; one that cannot be decoded,
   or that is not under its own subject, is a record with ``event`` None and an ``error``
-  (the fold records it as ignored). ``pending`` says how many records at least come after
+  (the fold records it as ignored). ``backlog`` says how many records at least come after
   one, among those followed.
 - ``purge_before`` drops the start of the log (an archive); ``first_seq`` says where what
   is left begins. Sequences are never reused.

@@ -30,7 +30,7 @@ from allot.proto.subjects import ALL_EVENTS, StreamSettings, subject_for, subjec
 class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to the contract
     def __init__(self, settings: StreamSettings | None = None):
         self.settings = settings or StreamSettings()
-        self._records: list[Record] = []  # from ``_first`` on, ``pending`` left 0
+        self._records: list[Record] = []  # from ``_first`` on, ``backlog`` left 0
         self._first = 1
         self._last_on: dict[str, int] = {}  # subject -> the last sequence still held under it
         # message id -> (its sequence, the loop's time it was stored), oldest first
@@ -96,7 +96,7 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
             await self._grown.wait()
         start = max(from_seq, self._first) - self._first
         chosen = self._records[start : max(start, end - self._first + 1)]
-        return [_pending(record, self._last - record.seq) for record in chosen]
+        return [_backlog(record, self._last - record.seq) for record in chosen]
 
     async def follow(
         self, from_seq: int = 1, subject: str = ALL_EVENTS
@@ -113,7 +113,7 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
             for n, record in enumerate(batch):
                 # As a consumer's next message would, let the loop run others in between.
                 await asyncio.sleep(0)
-                yield _pending(record, len(batch) - 1 - n)
+                yield _backlog(record, len(batch) - 1 - n)
 
     @property
     def _last(self) -> int:
@@ -150,5 +150,5 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
             del self._ids[known_as]
 
 
-def _pending(record: Record, pending: int) -> Record:
-    return msgspec.structs.replace(record, pending=pending)
+def _backlog(record: Record, backlog: int) -> Record:
+    return msgspec.structs.replace(record, backlog=backlog)

@@ -46,7 +46,7 @@ class JobLog:
         async with contextlib.aclosing(self.events.follow(from_seq, subject)) as found:
             async for record in found:
                 records.append(record)
-                if record.pending == 0:  # the last of them when it was sent
+                if record.backlog == 0:  # the last of them when it was sent
                     break
         return records
 

@@ -46,8 +46,8 @@ async def test_append_returns_increasing_sequences_and_read_returns_them_in_orde
 async def test_what_is_read_counts_the_records_after_it_as_pending(log: Log) -> None:
     for i in range(5):
         await log.append(b.submitted(f"j{i}"))
-    assert [r.pending for r in await log.read()] == [4, 3, 2, 1, 0]
-    assert [r.pending for r in await log.read(2, 3)] == [3, 2]
+    assert [r.backlog for r in await log.read()] == [4, 3, 2, 1, 0]
+    assert [r.backlog for r in await log.read(2, 3)] == [3, 2]
 
 
 async def test_a_message_id_seen_before_is_not_appended_again(log: Log) -> None:
@@ -253,7 +253,7 @@ async def test_follow_delivers_old_and_new_records_with_pending_counts(log: Log)
     seen = []
     async with contextlib.aclosing(log.follow(1)) as records:
         async for record in records:
-            seen.append((record.seq, record.pending))
+            seen.append((record.seq, record.backlog))
             if record.seq == 2:
                 await log.append(b.submitted("j3"))
             if record.seq == 3:
@@ -266,7 +266,7 @@ async def test_records_already_delivered_to_a_busy_reader_count_as_pending(log: 
     seen = []
     async with contextlib.aclosing(log.follow(1)) as records:
         async for record in records:
-            seen.append((record.seq, record.pending))
+            seen.append((record.seq, record.backlog))
             if record.seq == 1:  # busy with it while three more arrive
                 for job in ("j2", "j3", "j4"):
                     await log.append(b.submitted(job))
@@ -285,7 +285,7 @@ async def test_a_follower_of_some_subjects_reads_and_counts_only_theirs(log: Log
     seen = []
     async with contextlib.aclosing(log.follow(1, "allot.evt.job.j1.>")) as records:
         async for record in records:
-            seen.append((record.seq, record.pending))
+            seen.append((record.seq, record.backlog))
             if record.seq == 3:
                 await log.append(b.plan())
                 await log.append(b.exited("j1", "n1"))
@@ -294,7 +294,7 @@ async def test_a_follower_of_some_subjects_reads_and_counts_only_theirs(log: Log
     assert seen == [(1, 1), (3, 0), (6, 0)]
     async with contextlib.aclosing(log.follow(3, "allot.evt.plan.>")) as records:
         first = await anext(records)
-    assert (first.seq, first.pending) == (5, 0)
+    assert (first.seq, first.backlog) == (5, 0)
 
 
 async def test_a_follower_past_the_end_waits_for_the_next_record(log: Log) -> None:
@@ -305,7 +305,7 @@ async def test_a_follower_past_the_end_waits_for_the_next_record(log: Log) -> No
         assert not waiting.done()
         await log.append(b.submitted("j2"))
         record = await asyncio.wait_for(waiting, 5)
-    assert (record.seq, record.pending) == (2, 0)
+    assert (record.seq, record.backlog) == (2, 0)
 
 
 async def test_a_follower_asked_to_stop_stops_even_while_records_stream_in(log: Log) -> None:

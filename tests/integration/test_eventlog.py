@@ -53,7 +53,7 @@ async def test_a_direct_reader_reads_what_a_consumer_reads(event_log: EventLog) 
     by_consumer, by_direct_gets = await event_log.read(), await direct.read()
     assert len(by_direct_gets) == count + 1
     assert [as_read(r) for r in by_direct_gets] == [as_read(r) for r in by_consumer]
-    assert [r.pending for r in by_direct_gets[-3:]] == [2, 1, 0]
+    assert [r.backlog for r in by_direct_gets[-3:]] == [2, 1, 0]
     assert [r.seq for r in await direct.read(5, 9)] == [5, 6, 7, 8, 9]
     assert await direct.read(count + 2) == []
 
