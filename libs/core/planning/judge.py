@@ -122,7 +122,7 @@ def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refus
 
 def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> list[Placement] | None:
     reservation = cycle.reservation
-    if not short or reservation is None:
+    if not short or reservation is None or not reservation.set_aside:
         return cycle.capacity.place(*shape, models)
     # It ends before the reservation starts, so it may use the GPUs set aside meanwhile;
     # those it takes are no longer set aside.
@@ -143,7 +143,8 @@ def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refus
     capacity, reservation = cycle.capacity, cycle.reservation
     workers, per_worker, topology = shape
     need = workers * per_worker
-    if reservation is not None and not short:
+    # With nothing set aside, it would be the placement that just failed, tried again.
+    if reservation is not None and reservation.set_aside and not short:
         with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
             fits = capacity.place(*shape, models)
         if fits is not None:
