@@ -2,6 +2,9 @@
 a job, tell a job why it waits, keep the GPUs of a hold. The phases (``judge``,
 ``reserve``, ``fill``, ``preempt``, ``elastic``) are functions of a ``Cycle``."""
 
+from collections.abc import Callable
+from operator import attrgetter
+
 import msgspec
 
 from allot.core.budgets import fund
@@ -33,18 +36,11 @@ JobShape = tuple[int, int, Topology]
 Demand = tuple[str, int, int, Topology, str | None, int, int]
 # Cycles cache what they worked out by these keys: a job field that comes to change where
 # a job fits, or what it is charged, is added to them here, and only here. Plain tuples,
-# built by a function each: keys are made for every job a cycle looks at.
-
-
-def shape_of(spec: JobSpec) -> JobShape:
-    return (spec.workers, spec.gpus, spec.topology)
-
-
-def demand_of(spec: JobSpec) -> Demand:
-    return (
-        spec.account, spec.workers, spec.gpus, spec.topology, spec.flavor, spec.cpus,
-        spec.memory_mib,
-    )  # fmt: skip
+# read off a spec in C: keys are made for every job a cycle looks at.
+shape_of: Callable[[JobSpec], JobShape] = attrgetter("workers", "gpus", "topology")
+demand_of: Callable[[JobSpec], Demand] = attrgetter(
+    "account", "workers", "gpus", "topology", "flavor", "cpus", "memory_mib"
+)
 
 
 Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
