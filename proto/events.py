@@ -489,6 +489,24 @@ class NodeDrained(NodeEvent, frozen=True, kw_only=True, tag="NodeDrained"):
 # --- accounts ---------------------------------------------------------------------------
 
 
+PreemptionScope = Literal["never", "lower-tier", "any"]
+
+
+class AccountPreemption(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """Which running jobs an account's waiting jobs may stop, within what the planner's
+    policy allows (docs/adr/0032): jobs of the same account; jobs of accounts that borrow
+    from the cohort, when the waiting job is within its nominal quota (reclaiming) and when
+    it would borrow itself. ``lower-tier``: only jobs of a less urgent tier."""
+
+    within_account: PreemptionScope = "any"
+    reclaim_within_cohort: PreemptionScope = "any"
+    borrow_within_cohort: PreemptionScope = "any"
+    # While borrowing, stop only jobs of this tier or a less urgent one (None: any tier).
+    borrow_max_tier: Tier | None = None
+
+
 class AccountSettings(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
 ):
@@ -508,6 +526,8 @@ class AccountSettings(
     # members or admins, anyone may.
     members: list[str] = []
     admins: list[str] = []  # members who may also cancel any job of it and below
+    # Which jobs its waiting jobs may stop; None: as its parent says (the defaults at the top).
+    preemption: AccountPreemption | None = None
 
 
 class AccountDefined(AccountEvent, frozen=True, kw_only=True, tag="AccountDefined"):

@@ -8,6 +8,7 @@ updated, missing ones removed (only if nothing of theirs is pending or running).
 
 import functools
 import re
+import typing
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal
 
@@ -18,7 +19,7 @@ from allot.core.durations import parse_duration as parse_duration  # where calle
 from allot.core.model import State
 from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.commands import FieldError
-from allot.proto.events import AccountSettings
+from allot.proto.events import AccountPreemption, AccountSettings
 from allot.proto.subjects import MAX_PRINCIPAL, is_principal
 
 RESOURCE = re.compile(r"^(gpu(:[A-Za-z0-9_.-]{1,64})?|cpu|memory_mib)$")
@@ -32,6 +33,21 @@ MAX_WAIT_NS: Final = 365 * 86400 * 10**9  # a year: a longer wait target is a ty
 MAX_CHANGES: Final = 10_000
 MAX_MEMBERS: Final = 1_000  # names in an account's members, and in its admins
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
+
+
+def _choices(kind: object) -> list[str]:
+    """The words a field typed as a ``Literal`` (or one or None) takes."""
+    if typing.get_origin(kind) is Literal:
+        return [str(word) for word in typing.get_args(kind)]
+    return [word for arg in typing.get_args(kind) for word in _choices(arg)]
+
+
+# Field -> the words it takes, for errors that name them: msgspec says only that a word is
+# not one of them.
+_CHOICES: Final = {
+    f"preemption.{field.name}": ", ".join(repr(w) for w in _choices(field.type))
+    for field in msgspec.structs.fields(AccountPreemption)
+}
 
 
 class AccountChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +102,8 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
             settings = msgspec.convert(fields, AccountSettings)
         except msgspec.ValidationError as error:
             field, message = _where(error)
+            if field in _CHOICES:
+                message = f"{message}: one of {_CHOICES[field]}"
             bad(path, field, _lookup(entry, field), message)
             continue
         problems = list(settings_problems(settings))

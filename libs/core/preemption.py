@@ -7,15 +7,18 @@ A running job may be stopped for a waiting one when (codes in ``Preemption.code`
   best-effort, R7);
 - ``FUNDED``: the waiting job would be funded and the running one is not (R8);
 - ``RECLAIM``: the waiting job's account is within its nominal quota and the running one's
-  account, in the same cohort, holds more than its own (R2); where the policy ranks by
-  fair share, the planner spares borrowers under their share when others suffice;
+  account, in the same cohort, holds more than its own (R2), whatever its tier; where the
+  policy ranks by fair share, the planner spares borrowers under their share when others
+  suffice;
 - ``FAIR_SHARE``: the running job can resume, has run past its minimum runtime and the
   policy's time slice, and its account is over its fair share while the waiting one's is
   not (R13);
 - ``DRAIN``: its node is being drained (no waiting job needed, R15; ``allot.core.drain``).
 
 Never a job inside its minimum runtime (a funded job's protection; unfunded jobs have
-none), never one already being stopped, and a gang only whole. Which of the jobs a
+none), never one already being stopped, a gang only whole, and never a job of a higher tier
+but to reclaim quota. Where quotas share GPUs out, the accounts' own rules narrow this
+further (``allot.core.planning.preempt``, docs/adr/0032). Which of the jobs a
 waiting job may stop are stopped: the cheapest set that makes room (``allot.core.victims``).
 """
 
@@ -62,11 +65,11 @@ def stoppable(job: JobRecord, now: int) -> bool:
     )
 
 
-_TIER_RANK: dict[str, int] = {tier: n for n, tier in enumerate(TIERS)}
+TIER_RANK: dict[str, int] = {tier: n for n, tier in enumerate(TIERS)}
 
 
 def tier_outranks(waiting: JobSpec, running: JobSpec) -> bool:
-    return _TIER_RANK[waiting.tier] < _TIER_RANK[running.tier]
+    return TIER_RANK[waiting.tier] < TIER_RANK[running.tier]
 
 
 class Grounds(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,7 +113,7 @@ def _summed(
     sum up to."""
     return Stoppable(
         jobs=jobs,
-        lowest_tier=max((_TIER_RANK[job.spec.tier] for job in jobs), default=-1),
+        lowest_tier=max((TIER_RANK[job.spec.tier] for job in jobs), default=-1),
         any_unfunded=not all(job.funded for job in jobs),
         sliced=frozenset(sliced),
         sliceable=frozenset(sliced.values()),
@@ -192,7 +195,7 @@ class StoppableMemo:
             self._turn(slice_ends, job_id, now)
         if stoppable(job, now):
             self._stoppable[job_id] = job
-            tier, funded = self._counted[job_id] = (_TIER_RANK[job.spec.tier], job.funded)
+            tier, funded = self._counted[job_id] = (TIER_RANK[job.spec.tier], job.funded)
             self._tiers[tier] += 1
             self._unfunded += not funded
             if _past_slice(job, now, time_slice_ns):
@@ -212,7 +215,7 @@ def candidates(
     Never a job of a higher tier than the waiting one: it would only win its GPUs back."""
     if not could_claim(stoppable, waiting.tier, grounds):
         return []
-    allowed, rank = grounds.allowed, _TIER_RANK[waiting.tier]
+    allowed, rank = grounds.allowed, TIER_RANK[waiting.tier]
     by_tier = TIER in allowed
     by_funding = FUNDED in allowed and grounds.funded
     reclaims = grounds.reclaims_from if RECLAIM in allowed else frozenset()
@@ -220,23 +223,37 @@ def candidates(
     over_share, sliced = grounds.over_share, stoppable.sliced
     found: list[tuple[Victim, GroundCode]] = []
     for job in stoppable.jobs:
-        theirs = _TIER_RANK[job.spec.tier]
-        if theirs < rank or job.job_id in exclude:
+        theirs = TIER_RANK[job.spec.tier]
+        if job.job_id in exclude:
             continue
+        reclaimed = bool(reclaims) and not reclaims.isdisjoint(ancestry(job.spec.account))
+        if theirs < rank and not reclaimed:
+            continue  # it would only win its GPUs back; quota lent is owed whatever the tier
         code: GroundCode
         if by_tier and rank < theirs:
             code = TIER
         elif by_funding and not job.funded:
             code = FUNDED
-        elif reclaims and not reclaims.isdisjoint(ancestry(job.spec.account)):
+        elif reclaimed:
             code = RECLAIM
         elif by_share and job.job_id in sliced and job.spec.account in over_share:
             code = FAIR_SHARE
         else:
             continue
         cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
-        found.append((Victim(job_id=job.job_id, placements=job.placements, cost=cost), code))
+        victim = Victim(
+            job_id=job.job_id, placements=job.placements, cost=cost, order=victim_order(job)
+        )
+        found.append((victim, code))
     return found
+
+
+def victim_order(job: JobRecord, borrowing: bool = False) -> tuple[int, ...]:
+    """Among victims that lose equal work, which to stop first (smallest first): the least
+    urgent tier, then capacity borrowed from the cohort, then the most recently started,
+    then the most recently submitted. Never a name: renaming jobs changes no decision."""
+    started = job.started_at if job.started_at is not None else 0
+    return (-TIER_RANK[job.spec.tier], not borrowing, -started, -job.submitted_seq)
 
 
 def could_claim(stoppable: Stoppable | None, tier: str, grounds: Grounds) -> bool:
@@ -247,7 +264,7 @@ def could_claim(stoppable: Stoppable | None, tier: str, grounds: Grounds) -> boo
     if RECLAIM in allowed and grounds.reclaims_from:
         return True
     return stoppable is not None and (
-        (TIER in allowed and _TIER_RANK[tier] < stoppable.lowest_tier)
+        (TIER in allowed and TIER_RANK[tier] < stoppable.lowest_tier)
         or (FUNDED in allowed and grounds.funded and stoppable.any_unfunded)
         or (
             FAIR_SHARE in allowed

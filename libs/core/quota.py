@@ -18,8 +18,9 @@ Quota not used is lent; getting it back by preempting borrowers is the preemptio
 issue's business. A job is checked at every level of its path, leaf first.
 """
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -112,6 +113,7 @@ class QuotaBook:
         self._over: dict[str, tuple[int, frozenset[str]]] = {}  # cohort -> version, borrowers
         # Shared with the state's until the cycle charges a path: ``charge`` copies its own.
         self._charged: set[str] = set()
+        self._trying = 0  # inside ``released``: use may have shrunk, so no refusal is known
         if self.active:
             self._used = dict(state.quota_used)
         strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
@@ -139,6 +141,8 @@ class QuotaBook:
         if not self.active:
             return None
         # ``needs`` and ``gpu_amounts`` list resources in one order (another would only miss)
+        if self._trying:
+            return self._first_block(account, wanted)
         key = (account, tuple(wanted.items()))
         refused = self._refused.get(key)
         if refused is not None:
@@ -146,15 +150,73 @@ class QuotaBook:
             return self._block(path, resource, wanted[resource])
         if self._allowed.get(key) == self.version:
             return None  # allowed, and nothing was charged since
+        block = self._first_block(account, wanted)
+        if block is None:
+            self._allowed[key] = self.version
+        else:
+            self._refused[key] = (block.account, block.resource)
+        return block
+
+    def _first_block(self, account: str, wanted: Usage) -> QuotaBlock | None:
         for path, _, limited in self._path(account):
             for resource in limited:
                 if resource in wanted:
                     block = self._block(path, resource, wanted[resource])
                     if block is not None:
-                        self._refused[key] = (path, resource)
                         return block
-        self._allowed[key] = self.version
         return None
+
+    def borrows(self, account: str, wanted: Usage) -> bool:
+        """Whether holding ``wanted`` more puts the account, or an account above it, past its
+        nominal quota of a resource its cohort shares out: whether it would borrow. With
+        nothing wanted: whether it borrows now."""
+        if not self.active:
+            return False
+        nothing: Usage = {}
+        for path, parent, _ in self._path(account):
+            managed = self._managed.get(parent)
+            if not managed:
+                continue
+            settings = self._settings.get(path)
+            quota = settings.quota if settings is not None else nothing
+            used = self._used.get(path, nothing)
+            for resource in managed:
+                more = wanted.get(resource, 0)
+                if used.get(resource, 0) + more > quota.get(resource, 0) and (more or not wanted):
+                    return True
+        return False
+
+    def sides(self, account: str, other: str) -> tuple[str, str] | None:
+        """The accounts of ``account``'s path and of ``other``'s that are members of one
+        cohort (children of their nearest common ancestor, or top-level accounts), when
+        that cohort shares GPUs out; None when no quota stands between them."""
+        mine = {parent_of(path) or "": path for path in ancestry(account)}
+        for path, parent, _ in self._path(other):
+            if parent in mine:
+                managed = GPU in self._managed.get(parent, frozenset())
+                return (mine[parent], path) if managed and mine[parent] != path else None
+        return None
+
+    def borrowed(self, path: str) -> int:
+        """How many GPUs the account holds beyond its nominal quota (negative: short of it)."""
+        settings = self._settings.get(path)
+        quota = settings.quota.get(GPU, 0) if settings is not None else 0
+        return self._used.get(path, {}).get(GPU, 0) - quota
+
+    @contextlib.contextmanager
+    def released(self, holdings: Iterable[tuple[str, Usage]]) -> Iterator[None]:
+        """Quota use as if the (account, amounts) held were given back, as stopping running
+        jobs would: for asking whether a waiting job would then be admitted."""
+        given = list(holdings)
+        for account, amounts in given:
+            self.charge(account, {resource: -amount for resource, amount in amounts.items()})
+        self._trying += 1
+        try:
+            yield
+        finally:
+            self._trying -= 1
+            for account, amounts in given:
+                self.charge(account, amounts)
 
     def charge(self, account: str, amounts: Usage) -> None:
         if not self.active:

@@ -4,12 +4,14 @@ that frees room for it (``choose``), given those it may stop (``preemption.candi
 Cost of a victim: GPU milliseconds it would lose (since its last checkpoint, or since it
 started when it cannot resume) plus a restart overhead per GPU. For a job that fits one node
 the set is the cheapest that frees a block it fits (every subset of the victims on each
-node is tried, branch and bound); a gang spanning nodes takes victims cheapest per GPU
-first, then drops those it turns out not to need, dearest first. Ties: fewer victims, then
-node id, then job ids.
+node is tried, branch and bound); a gang spanning nodes, or a job that needs quota more than
+room, takes victims cheapest per GPU first, then drops those it turns out not to need,
+dearest first. A set is chosen only if the job would be admitted with it gone: placed, and
+``allowed`` (its quota, where quotas apply). Ties between sets of equal cost: fewer victims,
+then the victims' ``order`` (``preemption.victim_order``), then the node.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -23,19 +25,36 @@ class Victim(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     placements: dict[str, list[int]]
     cost: int  # GPU-ms lost, restart overhead included
+    order: tuple[int, ...] = ()  # among equal cost, the smallest is stopped first
+
+
+# Whether the job, placed on GPUs of a model, would be admitted with these victims gone:
+# beyond room, what quota says. With ``at_most`` it answers whether some of them might do:
+# whether quota could admit the job with all of them gone, whoever else must be spared.
+Allowed = Callable[[list[Victim], str, bool], bool]
 
 
 def choose(
-    capacity: Capacity, spec: JobSpec, models: list[str], victims: Iterable[Victim]
+    capacity: Capacity,
+    spec: JobSpec,
+    models: list[str],
+    victims: Iterable[Victim],
+    allowed: Allowed | None = None,
 ) -> tuple[list[Victim], list[Placement]] | None:
-    """The cheapest victims whose GPUs, with what is free, place the job; and where it
-    would go then. ``capacity`` is left as it was."""
+    """The cheapest victims whose GPUs, with what is free, place the job where ``allowed``
+    says it would be admitted; and where it would go then. ``capacity`` is left as it was."""
     pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
-    if spec.workers == 1 or spec.topology in ("nvlink", "node"):
-        return _on_one_node(capacity, spec, models, pool)
-    if _placed_with(capacity, spec, models, pool) is None:
+    everyone = _placed_with(capacity, spec, models, pool)
+    if everyone is None:
         return None  # not even with every one of them stopped: no use trying them one by one
-    return _spread(capacity, spec, models, pool)
+    if allowed is not None and not allowed(pool, capacity.nodes[everyone[0].node_id].model, True):
+        return None  # its quota would refuse it even then: stopping any would lose work for nothing
+    if spec.workers == 1 or spec.topology in ("nvlink", "node"):
+        found = _on_one_node(capacity, spec, models, pool, allowed)
+        if found is not None or allowed is None:
+            return found
+        # It may be quota it lacks, not room: then the victims need not be where it goes.
+    return _spread(capacity, spec, models, pool, allowed)
 
 
 def _placed_with(
@@ -46,7 +65,11 @@ def _placed_with(
 
 
 def _on_one_node(
-    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+    capacity: Capacity,
+    spec: JobSpec,
+    models: list[str],
+    pool: list[Victim],
+    allowed: Allowed | None,
 ) -> tuple[list[Victim], list[Placement]] | None:
     """Branch and bound over the victims of each node, nodes in order of a lower bound
     on their cost, so most nodes are never searched."""
@@ -71,17 +94,17 @@ def _on_one_node(
         if best is not None and bound > best[0][0]:
             break
         here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
-        search = _NodeSearch(capacity, spec, node_id, here, deficit, best)
+        search = _NodeSearch(capacity, spec, node_id, here, deficit, best, allowed)
         search.below(0, 0, 0)
         best = search.best
     return None if best is None else (best[1], best[2])
 
 
-def _cheapest_first(victim: Victim) -> tuple[int, str]:
-    return victim.cost, victim.job_id
+def _cheapest_first(victim: Victim) -> tuple[int, tuple[int, ...]]:
+    return victim.cost, victim.order
 
 
-_Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
+_Best = tuple[tuple[int, int, list[tuple[int, ...]], str], list[Victim], list[Placement]]
 
 
 class _NodeSearch:
@@ -98,9 +121,10 @@ class _NodeSearch:
         here: list[Victim],
         deficit: int,
         best: _Best | None,
+        allowed: Allowed | None,
     ):
         self.capacity, self.spec, self.node_id = capacity, spec, node_id
-        self.here, self.deficit, self.best = here, deficit, best
+        self.here, self.deficit, self.best, self.allowed = here, deficit, best, allowed
         self.model = [capacity.nodes[node_id].model]
         self.chosen: list[Victim] = []
 
@@ -112,9 +136,13 @@ class _NodeSearch:
         if freed >= self.deficit:
             placed = _placed_with(self.capacity, self.spec, self.model, chosen)
             if placed is not None and [p.node_id for p in placed] == [node_id]:
-                key = (cost, len(chosen), node_id, [v.job_id for v in chosen])
-                if best is None or key < best[0]:
-                    self.best = (key, list(chosen), placed)
+                if self.allowed is None or self.allowed(chosen, self.model[0], False):
+                    key = (cost, len(chosen), sorted(v.order for v in chosen), node_id)
+                    if best is None or key < best[0]:
+                        self.best = (key, list(chosen), placed)
+                    return
+                # Room enough, but quota refuses it still: more victims may free that.
+            else:
                 return
         here = self.here
         for i in range(start, len(here)):
@@ -130,26 +158,35 @@ def _lower_bound(victims: list[Victim], node_id: str, deficit: int) -> int:
 
 
 def _spread(
-    capacity: Capacity, spec: JobSpec, models: list[str], pool: list[Victim]
+    capacity: Capacity,
+    spec: JobSpec,
+    models: list[str],
+    pool: list[Victim],
+    allowed: Allowed | None,
 ) -> tuple[list[Victim], list[Placement]] | None:
     def fits() -> bool:
         roomy = any(capacity.free_by_model.get(m, 0) >= spec.total_gpus for m in models)
-        return roomy and capacity.place(spec.workers, spec.gpus, spec.topology, models) is not None
+        if not roomy:
+            return False
+        placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
+        return placed is not None and (
+            allowed is None or allowed(chosen, capacity.nodes[placed[0].node_id].model, False)
+        )
 
     chosen: list[Victim] = []
     try:
-        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.job_id)):
+        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.order)):
             _free(capacity, victim, True)
             chosen.append(victim)
             if fits():
                 break
         else:
             return None
-        for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
+        for victim in sorted(chosen, key=lambda v: (v.cost, v.order), reverse=True):
             _free(capacity, victim, False)  # not needed after all?
-            if fits():
-                chosen.remove(victim)
-            else:
+            chosen.remove(victim)
+            if not fits():
+                chosen.append(victim)
                 _free(capacity, victim, True)
         placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
         assert placed is not None

@@ -407,11 +407,11 @@ def test_quota_kept_by_a_lender_is_refused_as_quota_and_cordoned_work_still_coun
         *running("r", "n1", list(range(8)), ends_in=None, account="a"),
         NodeCordoned(meta=b.meta(), node_id="n1"),
         b.submitted("a2", 4, account="a", at=NOW),
-        b.submitted("b1", 8, account="b", at=NOW),
     )
     decided = plan(state, NOW, DEFAULT_POLICY)
-    # b keeps all 8 of its quota: a, already at 8 (on the cordoned node), may not take it.
-    assert [a.job_id for a in decided.admissions] == ["b1"]
+    # b keeps all 8 of its quota, idle on n2: a, already at 8 (on the cordoned node), may
+    # not take it.
+    assert decided.admissions == []
     assert reasons(decided)["a2"] == ("QUOTA", {"account": "a", "resource": "gpu", "need": 4})
 
 

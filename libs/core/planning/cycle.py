@@ -14,7 +14,8 @@ from allot.core.placement import Capacity
 from allot.core.planning.memo import Holders, PlanMemo, Releases
 from allot.core.planning.order import exhausted_accounts
 from allot.core.planning.policy import Policy
-from allot.core.quota import QuotaBook, QuotaFrame, needs
+from allot.core.quota import QuotaBook, QuotaFrame, Usage, gpu_amounts, needs
+from allot.core.topology import model_of
 from allot.proto.codes import ReasonCode
 from allot.proto.events import (
     Admission,
@@ -85,14 +86,16 @@ class Cycle:
         # Without a memo, what follows from the holders is still worked out once a cycle.
         self.holders = memo.holders() if memo is not None else Holders(state)
         self.capacity = memo.capacity() if memo is not None else Capacity.of(state)
-        # GPUs kept for jobs that preempted others: nobody else takes them once free.
-        for placements in state.holds.values():
-            self.keep(placements, take=True)
-        self.free_at_start = dict(self.capacity.free_by_model)
         frame: QuotaFrame | None = None
         if memo is not None and policy.quotas:
             frame = memo.quota_frame()
         self.quotas = QuotaBook(state, frame) if policy.quotas else QuotaBook(State())
+        # GPUs kept for jobs that preempted others, and the quota they will use: nobody
+        # else takes either once its victims are gone.
+        for job_id, placements in state.holds.items():
+            self.keep(placements, take=True)
+            self.hold_quota(state.jobs[job_id], placements, take=True)
+        self.free_at_start = dict(self.capacity.free_by_model)
         self.exhausted = exhausted_accounts(state, now)
         self.budget_reserved: dict[str, int] = {}  # budget promised to jobs funded this cycle
         self.admitted: list[Admitted] = []
@@ -105,11 +108,16 @@ class Cycle:
         self.preemptions: list[Preemption] = []
         self.holds: list[Hold] = []  # new holds, and emptied ones that end
         self.stopping_for: dict[str, int] = {}  # waiting job -> jobs still stopping for it
+        # The quota of the jobs being stopped for holds, those of earlier plans and those
+        # this cycle picks: what is given back before the held jobs start.
+        self.stopping: list[tuple[str, Usage]] = []
         for job_id in state.holders if state.holds else ():  # jobs stop only for holds
             chosen = state.jobs[job_id].preemption
             if chosen is not None and "for" in chosen.params:
                 waiting = str(chosen.params["for"])
                 self.stopping_for[waiting] = self.stopping_for.get(waiting, 0) + 1
+                if self.quotas.active:
+                    self.stopping.append(self.quota_of(state.jobs[job_id]))
         # (shape, models, may use set-aside GPUs) -> why such a job does not fit. Within a
         # cycle free space only shrinks, so a shape that failed once fails again.
         self.unplaced: dict[tuple[JobShape, tuple[str, ...], bool], Refusal] = {}
@@ -130,6 +138,15 @@ class Cycle:
             bool(self.capacity.nodes)
             and not set_aside
             and not any(self.capacity.free_by_model.values())
+        )
+
+    def borrows(self, job: JobRecord) -> bool:
+        """Whether the job would borrow quota. Work within its accounts' nominal quotas is
+        looked at before work that would borrow, each in queue order (as Kueue does); use
+        only grows within a cycle, so a job put back stays one that would borrow."""
+        quotas = self.quotas
+        return quotas.active and quotas.borrows(
+            job.spec.account, gpu_amounts(job.spec.total_gpus, None)
         )
 
     def models_of(self, job: JobRecord) -> list[str]:
@@ -153,6 +170,21 @@ class Cycle:
                 continue
             free = [g for g in placement.gpus if g not in node.allocated]
             (self.capacity.take if take else self.capacity.give)(placement.node_id, free)
+
+    def quota_of(self, job: JobRecord) -> tuple[str, Usage]:
+        """What a running job holds of its account's quota."""
+        gpus = sum(len(g) for g in job.placements.values())
+        node = self.state.nodes.get(next(iter(job.placements))) if job.placements else None
+        return job.spec.account, needs(job.spec, model_of(node) if node else None, gpus)
+
+    def hold_quota(self, job: JobRecord, placements: list[Placement], take: bool) -> None:
+        """Count (or stop counting) the quota a held job will use once it starts there."""
+        node = self.state.nodes.get(placements[0].node_id) if placements else None
+        if node is not None and node.gpus:
+            amounts = needs(job.spec, model_of(node))
+            self.quotas.charge(
+                job.spec.account, amounts if take else {r: -n for r, n in amounts.items()}
+            )
 
     def admit(self, job: JobRecord, placements: list[Placement]) -> None:
         for placement in placements:

@@ -2,6 +2,7 @@
 are left, in queue order (``fill_depth`` of them at most), on the terms of phases 2 and 3.
 Those that do not fit are told nothing new, as any job past the depth."""
 
+from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, shape_of
 from allot.core.planning.judge import verdict
 from allot.core.planning.order import ordered
@@ -16,25 +17,38 @@ def fill(cycle: Cycle, limit: int) -> None:
         return  # only GPUs set aside for the reservation are free, and no job ends in time
     looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     left = _left(cycle)
+    borrowing: list[JobRecord] = []  # tried after the rest, as in phase 2
     for job in ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left):
         if limit == 0:
-            return
+            break
         if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
             continue  # looked at, or kept for; or what is left shrank since the merge began
         limit -= 1
-        short = cycle.ends_before_reservation(job)
-        tried = (shape_of(job.spec), tuple(cycle.models_of(job)), short)
-        if not cycle.quotas.by_model and tried in cycle.unplaced:
-            # Its shape found no room on the models its quota allows (all, when quotas do
-            # not name models; none would be a refusal anyway): refused, whatever its
-            # quota, which a cycle past its depth states nothing about.
+        if cycle.borrows(job):
+            borrowing.append(job)
             continue
-        found, _ = verdict(cycle, job, short)
-        if isinstance(found, list):
-            cycle.admit(job, found)  # only an admission leaves less room
-            if cycle.no_room():
-                return
-            left = _left(cycle)
+        if not _try(cycle, job):
+            return
+        left = _left(cycle)
+    for job in borrowing:
+        if job.spec.total_gpus <= _left(cycle) and not _try(cycle, job):
+            return
+
+
+def _try(cycle: Cycle, job: JobRecord) -> bool:
+    """Admit the job where it fits; whether GPUs are still left for others."""
+    short = cycle.ends_before_reservation(job)
+    tried = (shape_of(job.spec), tuple(cycle.models_of(job)), short)
+    if not cycle.quotas.by_model and tried in cycle.unplaced:
+        # Its shape found no room on the models its quota allows (all, when quotas do not
+        # name models; none would be a refusal anyway): refused, whatever its quota, which
+        # a cycle past its depth states nothing about.
+        return True
+    found, _ = verdict(cycle, job, short)
+    if isinstance(found, list):
+        cycle.admit(job, found)  # only an admission leaves less room
+        return not cycle.no_room()
+    return True
 
 
 def _could_end_before(cycle: Cycle) -> bool:

@@ -78,6 +78,7 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
     """A job others are being stopped for: it starts once its GPUs are free. Whether it was
     dealt with; a hold nothing is being stopped for any more is let go."""
     cycle.keep(held, take=False)
+    cycle.hold_quota(job, held, take=False)
     models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
     placements = cycle.capacity.place(*shape_of(job.spec), models)
     if placements is not None:
@@ -88,6 +89,7 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
         cycle.holds.append(Hold(job_id=job.job_id, placements=[]))
         return False
     cycle.keep(held, take=True)
+    cycle.hold_quota(job, held, take=True)
     cycle.wait(job, position, PREEMPTING, {}, {"stopping": stopping})
     return True
 

@@ -1,6 +1,7 @@
 """The driver: ``plan(state, now, policy) -> Plan``, one cycle over a snapshot, phase by
 phase (this package's ``__init__`` tells them)."""
 
+import heapq
 import itertools
 from collections.abc import Iterator
 
@@ -127,6 +128,7 @@ def _judge_in_order(
     state, strict = cycle.state, cycle.policy.strict
     unseen_holds = len(state.holds)
     blocked = False
+    borrowing: list[tuple[int, JobRecord]] = []  # looked at after the rest (``Cycle.borrows``)
     for position, job in queued:
         held = job.job_id in state.holds
         unseen_holds -= held
@@ -134,21 +136,40 @@ def _judge_in_order(
         if beyond and not (whole_queue or held):
             if unseen_holds:
                 continue  # a job others are stopped for may still start on its GPUs
-            return itertools.chain([(position, job)], queued), blocked
+            unreached = itertools.chain([(position, job)], queued)
+            if cycle.no_room():
+                # Nothing can start: the work that would borrow is left unreached with the
+                # rest, in queue order, rather than told why before work within its quota.
+                return heapq.merge(borrowing, unreached, key=_position), blocked
+            _consider_all(cycle, borrowing)
+            return unreached, blocked
         if blocked:  # strict order: nothing passes the first job that waits
             behind(cycle, job, position)
+            continue
+        if not (strict or held) and cycle.borrows(job):
+            borrowing.append((position, job))
             continue
         admitted = len(cycle.admitted)
         consider(cycle, job, position)
         blocked = strict and len(cycle.admitted) == admitted
+    _consider_all(cycle, borrowing)
     return queued, blocked
+
+
+def _position(queued: tuple[int, JobRecord]) -> int:
+    return queued[0]
+
+
+def _consider_all(cycle: Cycle, jobs: list[tuple[int, JobRecord]]) -> None:
+    for position, job in jobs:
+        consider(cycle, job, position)
 
 
 def _decided(cycle: Cycle, whole_queue: bool) -> Plan:
     """The cycle's decisions as a plan: reasons stated only where they changed, QUEUED for
     the jobs never looked at, ranks of the accounts the plan names."""
     state, ranked, memo = cycle.state, cycle.ranked, cycle.memo
-    waiting = cycle.waiting
+    waiting = sorted(cycle.waiting, key=lambda w: w.position)  # some were looked at later
     stated = [w.reason for w in waiting if state.jobs[w.reason.job_id].reason != w.reason]
     looked_at = {w.reason.job_id for w in waiting} | {a.job.job_id for a in cycle.admitted}
     untold = (PendingReason(job_id=j, code=QUEUED) for j in state.unstated if j not in looked_at)

@@ -1,10 +1,17 @@
-"""Phase 5: waiting jobs short of room that are owed GPUs (a higher tier, funding, quota
-they lent, fair share) pick the cheapest running jobs to stop (``allot.core.preemption``);
-the GPUs they will take are held for them until they start. Jobs on draining nodes are
-stopped as their protection ends, those that cannot resume only by a drain ``--now``
-(``allot.core.drain``)."""
+"""Phase 5: waiting jobs short of room, or of quota, that are owed GPUs (a higher tier,
+funding, quota they lent, fair share) pick the cheapest running jobs to stop
+(``allot.core.preemption``); the GPUs they will take are held for them until they start.
+Jobs on draining nodes are stopped as their protection ends, those that cannot resume only
+by a drain ``--now`` (``allot.core.drain``).
+
+Where quotas share GPUs out (docs/adr/0032): a job of another account is stopped only while
+that account borrows, and only as long as it still borrows before its last victim is
+stopped; the waiting job's account says which jobs it may stop (``AccountPreemption``); and
+victims are stopped only if the waiting job would then be admitted, quota included."""
 
 from collections.abc import Iterable, Iterator
+
+import msgspec
 
 from allot.core.accounts import ancestry
 from allot.core.budgets import fund
@@ -12,12 +19,41 @@ from allot.core.drain import draining
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, Demand, Waiting, demand_of
 from allot.core.planning.judge import SHORT_OF_ROOM
-from allot.core.preemption import Grounds, Stoppable, candidates, could_claim, stoppable_jobs
-from allot.core.victims import Victim, choose
-from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, PREEMPTING, RECLAIM, TIER, GroundCode
-from allot.proto.events import Hold, JobSpec, PendingReason, Placement, Preemption
+from allot.core.preemption import (
+    TIER_RANK,
+    Grounds,
+    Stoppable,
+    candidates,
+    could_claim,
+    stoppable_jobs,
+    victim_order,
+)
+from allot.core.quota import GPU
+from allot.core.victims import Allowed, Victim, choose
+from allot.proto.codes import (
+    DRAIN,
+    FAIR_SHARE,
+    FUNDED,
+    PREEMPTING,
+    QUOTA,
+    RECLAIM,
+    TIER,
+    GroundCode,
+    ReasonCode,
+)
+from allot.proto.events import (
+    AccountPreemption,
+    Hold,
+    JobSpec,
+    PendingReason,
+    Placement,
+    Preemption,
+    PreemptionScope,
+)
 
 Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
+# Where quotas apply, stopping jobs may also give a job the quota it waits for.
+_OWED_QUOTA: tuple[ReasonCode, ...] = (*SHORT_OF_ROOM, QUOTA)
 
 
 def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
@@ -125,9 +161,6 @@ def _scan(
         alike = (demand_of(spec), spec.tier, spec.min_runtime_ns)
         if alike in owed_nothing:
             continue
-        if n is None and cycle.quotas.models_allowed(spec, cycle.models_of(job))[1]:
-            owed_nothing.add(alike)  # not reached, and its quota would refuse it
-            continue
         grounds = Grounds(  # the dearer grounds only where some running job could meet them
             funded=(running is None or running.any_unfunded)
             and fund(state, spec, now, dict(cycle.budget_reserved)),
@@ -142,21 +175,23 @@ def _scan(
         running = running or _stoppable(cycle)  # listed once some job could claim
         if not running.jobs:
             break
-        owed = candidates(running, spec, grounds, chosen_victims)
+        owed = _within_rules(cycle, spec, candidates(running, spec, grounds, chosen_victims))
         if not owed:
             owed_nothing.add(alike)
             continue
         tries -= 1
-        models = cycle.quotas.models_allowed(spec, cycle.models_of(job))[0]
+        models = cycle.models_of(job)
+        admits = _admitted_once_gone(cycle, spec)
         reservation = cycle.reservation
         own = reservation if reservation and reservation.job_id == job.job_id else None
         # What is set aside for it is its to use; set aside still, for this cycle, after:
         # jobs behind it were told so (RESERVED_FOR). Next cycle the hold alone speaks for it.
+        reclaims = grounds.reclaims_from
         if own is None:
-            found = _choose(cycle, spec, models, owed, grounds.reclaims_from, over_share)
+            found = _choose(cycle, spec, models, owed, reclaims, over_share, admits)
         else:
             with capacity.lent((p.node_id, p.gpus) for p in own.set_aside):
-                found = _choose(cycle, spec, models, owed, grounds.reclaims_from, over_share)
+                found = _choose(cycle, spec, models, owed, reclaims, over_share, admits)
         if found is None:
             if own is None:
                 owed_nothing.add(alike)
@@ -172,12 +207,96 @@ def _scan(
             chosen_victims.add(victim.job_id)
         cycle.holds.append(Hold(job_id=job.job_id, placements=placements))
         cycle.keep(placements, take=True)
+        cycle.hold_quota(job, placements, take=True)
+        if cycle.quotas.active:
+            cycle.stopping += (cycle.quota_of(state.jobs[victim.job_id]) for victim in victims)
         reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
         stopping = Waiting(reason=reason, position=position, detail={"stopping": len(victims)})
         if n is None:
             cycle.waiting.append(stopping)
         else:
             cycle.waiting[n] = stopping
+
+
+def _within_rules(
+    cycle: Cycle, spec: JobSpec, owed: list[tuple[Victim, GroundCode]]
+) -> list[tuple[Victim, GroundCode]]:
+    """Of the jobs the policy's grounds let ``spec`` stop, those the quotas' rules let it:
+    a job of another account only while that account borrows GPUs of their cohort, and
+    what the waiting job's account allows (``AccountPreemption``). Each with its order among
+    equal costs, borrowed capacity first."""
+    quotas = cycle.quotas
+    if not quotas.active:
+        return owed
+    jobs, rules = cycle.state.jobs, _rules_of(cycle, spec.account)
+    rank, need = TIER_RANK[spec.tier], spec.total_gpus
+    kept = []
+    for victim, code in owed:
+        job = jobs[victim.job_id]
+        theirs, account = TIER_RANK[job.spec.tier], job.spec.account
+        sides = None if account == spec.account else quotas.sides(spec.account, account)
+        if account == spec.account:
+            scope = rules.within_account
+        elif sides is None:
+            scope = "any"  # no quota between them: the policy's grounds alone
+        elif quotas.borrowed(sides[1]) <= 0:
+            continue  # its nominal quota is its own
+        elif quotas.borrowed(sides[0]) + need <= 0:  # it is owed what it asks for: reclaiming
+            scope = rules.reclaim_within_cohort
+        else:
+            scope = rules.borrow_within_cohort
+            limit = rules.borrow_max_tier
+            if limit is not None and theirs < TIER_RANK[limit]:
+                continue
+        if _in_scope(scope, rank, theirs):
+            borrowing = quotas.borrows(account, {})
+            kept.append((msgspec.structs.replace(victim, order=victim_order(job, borrowing)), code))
+    return kept
+
+
+def _in_scope(scope: PreemptionScope, rank: int, theirs: int) -> bool:
+    return scope == "any" or (scope == "lower-tier" and theirs > rank)
+
+
+_DEFAULT_RULES = AccountPreemption()
+
+
+def _rules_of(cycle: Cycle, account: str) -> AccountPreemption:
+    """The preemption rules of the nearest account on the path that states them."""
+    accounts = cycle.state.accounts
+    for path in ancestry(account):
+        settings = accounts.get(path)
+        if settings is not None and settings.preemption is not None:
+            return settings.preemption
+    return _DEFAULT_RULES
+
+
+def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
+    """Whether, with the victims gone, quota would admit the job on GPUs of a model, and
+    every other account it stops jobs of still borrowed before its last one was stopped
+    (what is left of its quota is its own). None where quotas do not apply."""
+    quotas = cycle.quotas
+    if not quotas.active:
+        return None
+    jobs = cycle.state.jobs
+
+    def allowed(victims: list[Victim], model: str, at_most: bool) -> bool:
+        given = list(cycle.stopping)  # gone too by the time this job starts
+        freed: dict[str, tuple[int, int]] = {}  # side -> GPUs freed, the most by one victim
+        for victim in victims:
+            account, usage = cycle.quota_of(jobs[victim.job_id])
+            given.append((account, usage))
+            sides = quotas.sides(spec.account, account)
+            if sides is not None and account != spec.account:
+                total, most = freed.get(sides[1], (0, 0))
+                freed[sides[1]] = (total + usage[GPU], max(most, usage[GPU]))
+        for side, (total, most) in () if at_most else freed.items():
+            if total - most >= quotas.borrowed(side):
+                return False  # its last victim would be stopped once it no longer borrows
+        with quotas.released(given):
+            return quotas.check(spec, model if quotas.by_model else None) is None
+
+    return allowed
 
 
 def _choose(
@@ -187,6 +306,7 @@ def _choose(
     owed: list[tuple[Victim, GroundCode]],
     borrowers: frozenset[str],
     over_share: frozenset[str],
+    allowed: Allowed | None,
 ) -> tuple[list[Victim], list[Placement]] | None:
     """The cheapest victims among those ``owed``. Where the policy ranks by fair share,
     quota is reclaimed from borrowers over their share when they suffice, and from those
@@ -206,10 +326,10 @@ def _choose(
             if code != RECLAIM or over(jobs[victim.job_id].spec.account)
         ]
         if preferred and len(preferred) < len(victims):
-            found = choose(cycle.capacity, spec, models, preferred)
+            found = choose(cycle.capacity, spec, models, preferred, allowed)
             if found is not None:
                 return found
-    return choose(cycle.capacity, spec, models, victims)
+    return choose(cycle.capacity, spec, models, victims, allowed)
 
 
 def _short_of_room(
@@ -219,9 +339,12 @@ def _short_of_room(
     as (their index in ``waiting``, or None for one the cycle did not look at; the job; its
     position). The jobs the cycle looked at all come before those it did not reach."""
     holds, exhausted, jobs = cycle.state.holds, cycle.exhausted, cycle.state.jobs
-    for n in range(len(cycle.waiting)):  # it grows with the jobs of ``rest`` only
+    owed = _OWED_QUOTA if cycle.quotas.active else SHORT_OF_ROOM
+    # In queue order: work that would borrow was looked at after the rest (``Cycle.borrows``).
+    # The list grows with the jobs of ``rest`` only, which come after all of these.
+    for n in sorted(range(len(cycle.waiting)), key=lambda n: cycle.waiting[n].position):
         waiting = cycle.waiting[n]
-        if waiting.reason.code in SHORT_OF_ROOM:
+        if waiting.reason.code in owed:
             job = jobs[waiting.reason.job_id]
             spec = job.spec
             if (
