@@ -10,15 +10,25 @@
 2. Among siblings, an account's level factor is its share (weight / sum of sibling weights)
    divided by its usage (its decayed usage / the siblings' total). An account with no usage
    yet comes first. Standings keep the integers; factors are exact fractions of them.
-3. The tree is walked depth first, siblings in order of level factor (then path), so every
-   account below a higher-ranked sibling ranks above every account below a lower one.
-   Rank 1 is served first.
+3. The tree is walked depth first, siblings in order of level factor, so every account
+   below a higher-ranked sibling ranks above every account below a lower one. Rank 1 is
+   served first.
+4. Ties as Fair Tree has them (docs/adr/0031): siblings whose level factors are equal
+   (exactly; or both without usage) share a rank, and the children of tied accounts are
+   ranked together as one list, each by its factor among its own siblings, and so on
+   down. Weight breaks no tie (the factor holds it already), nor does a name: renaming
+   accounts changes no rank. An account's rank is one more than the number of accounts
+   ranked before it, so tied accounts share the rank of the first of them, and without
+   ties the ranks are 1, 2, 3, ...
 
 Accounts come from the declared tree; without one, from the accounts jobs and charges
 name, each with weight 1. Jobs of an account outside the tree rank after all others.
 """
 
+from collections.abc import Sequence
 from fractions import Fraction
+from itertools import groupby
+from operator import itemgetter
 
 import msgspec
 
@@ -41,7 +51,7 @@ class Standing(msgspec.Struct, frozen=True, kw_only=True):
     fractions of them, computed only when asked for."""
 
     account: str
-    rank: int
+    rank: int  # 1 + the accounts ranked before it: tied accounts share one
     weight: int
     sibling_weight: int  # the weights of it and its siblings, summed
     usage_gpu_ms: int  # decayed (or windowed) usage, including everything below it
@@ -258,43 +268,47 @@ def _ranked(
     weights: dict[str, int], usage: dict[str, int], children: _Children
 ) -> dict[str, Standing]:
     result: dict[str, Standing] = {}
-    _rank_below(None, weights, usage, children, result)
+    _rank_together([None], weights, usage, children, result)
     return result
 
 
-def _rank_below(
-    parent: str | None,
+def _rank_together(
+    parents: Sequence[str | None],
     weights: dict[str, int],
     usage: dict[str, int],
     children: _Children,
     result: dict[str, Standing],
 ) -> None:
-    """Rank ``parent``'s children, each followed by everything below it, into ``result``
-    (a function of its own, not a closure: a recursive closure would hold itself, and
-    every ranking would leave garbage for the collector)."""
-    siblings = children.get(parent, [])
-    total_weight = sum(weights[p] for p in siblings)
-    total_usage = sum(usage[p] for p in siblings)
-    # Unused accounts first, then by level factor, highest first (w / W over u / U,
-    # where W and U are the siblings' alike: w / u orders them alike); ties by share,
-    # largest first; then by path. w * 2**64 // u decides unless two are equal (the
-    # floor never reverses an order), then the exact ratio does.
-    order = sorted(
-        (bool(used), -((weight << 64) // (used or 1)), _HighestFirst(weight, used or 1),
-         -weight, p)
-        for p in siblings
-        for weight, used in [(weights[p], usage[p])]
-    )  # fmt: skip
-    for *_, path in order:
-        result[path] = Standing(
-            account=path,
-            rank=len(result) + 1,
-            weight=weights[path],
-            sibling_weight=total_weight,
-            usage_gpu_ms=usage[path],
-            sibling_usage_gpu_ms=total_usage,
-        )
-        _rank_below(path, weights, usage, children, result)
+    """Rank the children of ``parents`` (the top, or accounts tied with each other) as one
+    list into ``result``: each run of tied ones gets one rank and is followed by its own
+    children ranked together (a function of its own, not a closure: a recursive closure
+    would hold itself, and every ranking would leave garbage for the collector). Each
+    account's level factor is the one among its own siblings; Fair Tree compares them
+    across parents all the same."""
+    keyed: list[tuple[_FactorKey, str, int, int]] = []
+    for parent in parents:
+        siblings = children.get(parent, [])
+        total_weight = sum(weights[p] for p in siblings)
+        total_usage = sum(usage[p] for p in siblings)
+        for path in siblings:
+            factor = _factor_key(weights[path] * total_usage, total_weight * usage[path])
+            keyed.append((factor, path, total_weight, total_usage))
+    # Stable: a run of ties stays in the order of ``parents`` and of paths, which only
+    # lists them; every one of them gets the same rank.
+    keyed.sort(key=itemgetter(0))
+    for _, run in groupby(keyed, key=itemgetter(0)):
+        rank, tied = len(result) + 1, []
+        for _, path, total_weight, total_usage in run:
+            result[path] = Standing(
+                account=path,
+                rank=rank,
+                weight=weights[path],
+                sibling_weight=total_weight,
+                usage_gpu_ms=usage[path],
+                sibling_usage_gpu_ms=total_usage,
+            )
+            tied.append(path)
+        _rank_together(tied, weights, usage, children, result)
 
 
 class _HighestFirst:
@@ -313,6 +327,21 @@ class _HighestFirst:
         return isinstance(other, _HighestFirst) and self.a * other.b == other.a * self.b
 
     __hash__ = None  # type: ignore[assignment]
+
+
+# A level factor as a sort key, highest first: (False,) for no usage yet, which comes
+# first; else (True, its floor, the exact ratio).
+_FactorKey = tuple[bool] | tuple[bool, int, _HighestFirst]
+
+
+def _factor_key(share: int, used: int) -> _FactorKey:
+    """The level factor ``share / used`` (weight x siblings' usage over siblings' weight x
+    usage; ``used`` 0: no usage yet) as a sort key. share * 2**64 // used decides unless
+    two are equal (the floor never reverses an order), then the exact ratio does: equal
+    keys are equal factors."""
+    if not used:
+        return (False,)
+    return (True, -((share << 64) // used), _HighestFirst(share, used))
 
 
 def account_rank(standing: Standing) -> AccountRank:

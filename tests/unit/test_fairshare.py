@@ -1,13 +1,15 @@
 import random
 from fractions import Fraction
 
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.core import State
+from allot.core import DEFAULT_POLICY, State, apply
 from allot.core.fairshare import DAY_NS, FairSharePolicy, decayed, standings
 from allot.core.model import HOUR_NS, AccountUsage
+from allot.core.planning import queue
 from allot.proto.events import AccountSettings
+from tests import builders as b
 
 WEEK = 7 * DAY_NS
 POLICY = FairSharePolicy()
@@ -27,6 +29,17 @@ def cluster(weights: dict[str, int], used: dict[str, list[tuple[int, int]]]) -> 
                 usage.total_gpu_ms += gpu_ms
                 usage.by_hour[hour] = usage.by_hour.get(hour, 0) + gpu_ms
     return state
+
+
+def submit(state: State, *jobs: tuple[str, str]) -> State:
+    """``state`` with jobs (id, account) submitted, folded in this order."""
+    for job_id, account in jobs:
+        apply(state, state.seq + 1, b.submitted(job_id, account=account))
+    return state
+
+
+def queued(state: State) -> list[str]:
+    return [job.job_id for job in queue(state, HOUR_NS, DEFAULT_POLICY)]
 
 
 def test_decay_halves_per_half_life_and_interpolates_inside_one() -> None:
@@ -119,19 +132,6 @@ def test_ranks_do_not_depend_on_names_or_insertion_order(
         return {original: ranks[renamed].rank for original, renamed in names.items()}
 
     plain = {n: n for n in ["p", "q", *leaves]}
-    base = standings(
-        cluster(
-            {"p": 1, "q": 1, **dict(zip(leaves, weights, strict=True))},
-            {leaf: [(0, u)] for leaf, u in zip(leaves, usage, strict=True)},
-        ),
-        HOUR_NS,
-        POLICY,
-    )
-    # Only an exact tie between siblings lets names decide; such draws are skipped.
-    for pair in (("p", "q"), ("p/a", "p/b"), ("q/c", "q/d")):
-        a, b = (base[x] for x in pair)
-        assume((a.level_factor, a.share) != (b.level_factor, b.share))
-
     top = ["zz", "aa"]
     rng.shuffle(top)
     renamed = {"p": top[0], "q": top[1]}
@@ -212,3 +212,102 @@ def test_the_memo_ranks_as_a_fresh_ranking_does(
         state.usage_version += 1  # as the fold does with every charge
         assert memo.standings(now, policy) == standings(state, now, policy)
         now += step
+
+
+def test_siblings_with_equal_factors_rank_equal_and_their_jobs_go_by_submission() -> None:
+    # a and z: equal weights, equal usage, so equal level factors. Whichever submits first
+    # goes first; the names decide nothing.
+    for first, second in [("a", "z"), ("z", "a")]:
+        state = cluster(
+            {"a": 1, "z": 1, "m": 1},
+            {"a": [(0, 1000)], "z": [(0, 1000)], "m": [(0, 5000)]},
+        )
+        ranks = standings(state, now=HOUR_NS, policy=POLICY)
+        assert ranks["a"].rank == ranks["z"].rank == 1
+        assert ranks["m"].rank == 3  # two accounts rank before it
+        submit(state, ("m-job", "m"), (f"{first}-job", first), (f"{second}-job", second))
+        assert queued(state) == [f"{first}-job", f"{second}-job", "m-job"]
+
+
+def test_weight_does_not_break_a_tie_of_level_factors() -> None:
+    # b has twice a's weight and twice its usage: the same factor. c and d have no usage
+    # yet: both come first, whatever their weights.
+    state = cluster({"a": 1, "b": 2, "c": 1, "d": 3}, {"a": [(0, 1000)], "b": [(0, 2000)]})
+    ranks = standings(state, now=HOUR_NS, policy=POLICY)
+    assert ranks["a"].level_factor == ranks["b"].level_factor
+    assert [ranks[p].rank for p in ["c", "d", "a", "b"]] == [1, 1, 3, 3]
+
+
+def test_the_children_of_tied_accounts_are_ranked_together() -> None:
+    # a and b tie. Among their own siblings: a/q 5, b/r and b/s 1, a/p 5/9. Ranked together,
+    # b's children come between a's.
+    state = cluster(
+        {"a": 1, "a/p": 1, "a/q": 1, "b": 1, "b/r": 1, "b/s": 1},
+        {"a/p": [(0, 900)], "a/q": [(0, 100)], "b/r": [(0, 500)], "b/s": [(0, 500)]},
+    )
+    ranks = standings(state, now=HOUR_NS, policy=POLICY)
+    assert ranks["b/r"].rank < ranks["a/p"].rank
+    assert {path: s.rank for path, s in ranks.items()} == {
+        "a": 1, "b": 1, "a/q": 3, "b/r": 4, "b/s": 4, "a/p": 6,
+    }  # fmt: skip
+    submit(state, ("p-job", "a/p"), ("s-job", "b/s"), ("r-job", "b/r"), ("q-job", "a/q"))
+    assert queued(state) == ["q-job", "s-job", "r-job", "p-job"]
+
+
+def test_ties_carry_down_the_tree() -> None:
+    # a and b tie, and so do their only children a/x and b/y: the children of those are
+    # ranked together too. Among their own siblings: a/x/i unused, b/y/k 5/3, b/y/l 5/7,
+    # a/x/h 1/2.
+    state = cluster(
+        dict.fromkeys(["a", "a/x", "a/x/h", "a/x/i", "b", "b/y", "b/y/k", "b/y/l"], 1),
+        {"a/x/h": [(0, 100)], "b/y/k": [(0, 30)], "b/y/l": [(0, 70)]},
+    )
+    ranks = standings(state, now=HOUR_NS, policy=POLICY)
+    assert {path: s.rank for path, s in ranks.items()} == {
+        "a": 1, "b": 1, "a/x": 3, "b/y": 3, "a/x/i": 5, "b/y/k": 6, "b/y/l": 7, "a/x/h": 8,
+    }  # fmt: skip
+
+
+@st.composite
+def forests(draw: st.DrawFn) -> tuple[list[int | None], list[int], list[int], list[int]]:
+    """Accounts as (each one's parent, by index, None at the top; weights; usage of its own
+    jobs), and the accounts of jobs in the order submitted. Few distinct values: many
+    ties."""
+    size = draw(st.integers(1, 8))
+    parents = [draw(st.none() | st.integers(0, i - 1)) if i else None for i in range(size)]
+    weights = draw(st.lists(st.sampled_from([1, 2]), min_size=size, max_size=size))
+    used = draw(st.lists(st.sampled_from([0, 0, 1, 2, 4]), min_size=size, max_size=size))
+    jobs = draw(st.lists(st.integers(0, size - 1), max_size=10))
+    return parents, weights, used, jobs
+
+
+@settings(max_examples=200, deadline=None)
+@given(forests(), st.data())
+def test_renaming_the_accounts_renames_the_ranks_and_keeps_the_queue(
+    forest: tuple[list[int | None], list[int], list[int], list[int]], data: st.DataObject
+) -> None:
+    parents, weights, used, jobs = forest
+    segments = st.lists(
+        st.text(alphabet="abcxyz", min_size=1, max_size=2),
+        min_size=len(parents),
+        max_size=len(parents),
+        unique=True,
+    )
+
+    def paths(names: list[str]) -> list[str]:
+        out: list[str] = []
+        for parent, name in zip(parents, names, strict=True):
+            out.append(name if parent is None else f"{out[parent]}/{name}")
+        return out
+
+    def decided(accounts: list[str]) -> tuple[list[int], list[str]]:
+        state = cluster(
+            dict(zip(accounts, weights, strict=True)),
+            {a: [(0, u)] for a, u in zip(accounts, used, strict=True) if u},
+        )
+        submit(state, *((f"j{n}", accounts[i]) for n, i in enumerate(jobs)))
+        ranks = standings(state, now=HOUR_NS, policy=POLICY)
+        return [ranks[a].rank for a in accounts], queued(state)
+
+    before, after = paths(data.draw(segments)), paths(data.draw(segments))
+    assert decided(before) == decided(after)

@@ -15,6 +15,7 @@ from allot.proto.events import (
     PendingReason,
     PolicyAdopted,
     StopRequested,
+    UsageCharged,
 )
 from allot.proto.queries import ExplainQuery, JobQuery, JobsQuery, NodesQuery, QueueQuery
 from allot.proto.subjects import subject_for
@@ -87,11 +88,21 @@ def test_the_queue_is_ordered_by_the_policy_the_latest_plan_names() -> None:
         policy_hash=policy_hash(fifo),
         policy_json=msgspec.json.encode(fifo).decode(),
     )
-    # Fair share would put the account that sorts first ahead; FIFO keeps submission order.
+    # Fair share puts the account without usage ahead; FIFO keeps submission order.
     submissions = (
         b.node("n1", 1),
-        b.submitted("held", 1, account="m-team"),
+        b.submitted("held", 1, account="z-team"),
         b.plan(("held", "n1", [0])),
+        b.started("held", "n1", [0]),
+        UsageCharged(
+            meta=b.meta(),
+            path="z-team",
+            job_id="held",
+            attempt=0,
+            from_ns=1000,
+            to_ns=2000,
+            gpu_ms=1000,
+        ),
         b.submitted("z-first", 1, account="z-team", at=2 * S),
         b.submitted("a-second", 1, account="a-team", at=3 * S),
     )

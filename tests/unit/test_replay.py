@@ -114,6 +114,11 @@ def test_bad_files_are_named_errors(tmp_path: Path) -> None:
 OLD_DRAINS = Path(__file__).parent / "data" / "drains-before-graceful.jsonl"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="its accounts lab/other and lab/team, both without usage, tie in fair share: the "
+    "code of then ranked them by name, and ties no longer are (docs/adr/0031)",
+)
 def test_a_log_of_drains_from_before_graceful_drains_replays_as_it_was_decided() -> None:
     """Recorded by the code of then: a node drained at once, its jobs that cannot resume
     stopped (and lost) as they passed their minimum runtime. Its ``NodeCordoned`` has no

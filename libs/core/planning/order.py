@@ -3,8 +3,10 @@
 By tier (interactive, batch, best-effort); then jobs whose budget is exhausted after the
 rest (they run on idle capacity only, R8); then by the account's fair-share rank
 (``allot.core.fairshare``) lifted one rank per aging step waited, up to a bound (R11); then
-by submission; then by job id. Other policies order by submission only (``fifo``), by tier
-(``tier``) or by Slurm's age and fair-share factors (``multifactor``).
+by submission (so the jobs of accounts tied in fair share, which share a rank, go by
+submission, whatever the accounts are called); then by job id. Other policies order by
+submission only (``fifo``), by tier (``tier``) or by Slurm's age and fair-share factors
+(``multifactor``).
 """
 
 import heapq
