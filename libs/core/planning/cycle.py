@@ -16,7 +16,7 @@ from allot.core.planning.order import exhausted_accounts
 from allot.core.planning.policy import Policy
 from allot.core.quota import QuotaBook, QuotaFrame, Usage, gpu_amounts, needs
 from allot.core.topology import model_of
-from allot.proto.codes import ReasonCode
+from allot.proto.codes import RESERVED_FOR, ReasonCode
 from allot.proto.events import (
     Admission,
     Hold,
@@ -142,7 +142,7 @@ class Cycle:
 
     def borrows(self, job: JobRecord) -> bool:
         """Whether the job would borrow quota. Work within its accounts' nominal quotas is
-        looked at before work that would borrow, each in queue order (as Kueue does); use
+        admitted before work that would borrow, each in queue order (as Kueue does); use
         only grows within a cycle, so a job put back stays one that would borrow."""
         quotas = self.quotas
         return quotas.active and quotas.borrows(
@@ -189,6 +189,20 @@ class Cycle:
     def admit(self, job: JobRecord, placements: list[Placement]) -> None:
         for placement in placements:
             self.capacity.take(placement.node_id, placement.gpus)
+        reservation = self.reservation
+        if reservation is not None and reservation.set_aside:  # a backfill may take them
+            taken = {(p.node_id, g) for p in placements for g in p.gpus}
+            still = [
+                Placement(node_id=p.node_id, gpus=gpus)
+                for p in reservation.set_aside
+                if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
+            ]
+            if still != reservation.set_aside:
+                self.reservation = msgspec.structs.replace(reservation, set_aside=still)
+                # Less is set aside: a job told it waits for the reservation may now wait
+                # behind others instead. Every other refusal stands.
+                self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
+                self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
         model = self.capacity.nodes[placements[0].node_id].model
         self.quotas.charge(job.spec.account, needs(job.spec, model))
         funded = fund(self.state, job.spec, self.now, self.budget_reserved)

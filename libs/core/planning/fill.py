@@ -17,17 +17,14 @@ def fill(cycle: Cycle, limit: int) -> None:
         return  # only GPUs set aside for the reservation are free, and no job ends in time
     looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     left = _left(cycle)
-    borrowing: list[JobRecord] = []  # tried after the rest, as in phase 2
+    borrowing: list[JobRecord] = []  # that would start, but borrow: after the rest
     for job in ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left):
         if limit == 0:
             break
         if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
             continue  # looked at, or kept for; or what is left shrank since the merge began
         limit -= 1
-        if cycle.borrows(job):
-            borrowing.append(job)
-            continue
-        if not _try(cycle, job):
+        if not _try(cycle, job, borrowing):
             return
         left = _left(cycle)
     for job in borrowing:
@@ -35,8 +32,9 @@ def fill(cycle: Cycle, limit: int) -> None:
             return
 
 
-def _try(cycle: Cycle, job: JobRecord) -> bool:
-    """Admit the job where it fits; whether GPUs are still left for others."""
+def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
+    """Admit the job where it fits, or put it in ``borrowing`` if it would borrow quota;
+    whether GPUs are still left for others."""
     short = cycle.ends_before_reservation(job)
     tried = (shape_of(job.spec), tuple(cycle.models_of(job)), short)
     if not cycle.quotas.by_model and tried in cycle.unplaced:
@@ -46,6 +44,9 @@ def _try(cycle: Cycle, job: JobRecord) -> bool:
         return True
     found, _ = verdict(cycle, job, short)
     if isinstance(found, list):
+        if borrowing is not None and cycle.borrows(job):
+            borrowing.append(job)
+            return True
         cycle.admit(job, found)  # only an admission leaves less room
         return not cycle.no_room()
     return True

@@ -6,8 +6,6 @@ that ends before the reservation starts may use the GPUs set aside for it (backf
 The first jobs short of room get a reservation (``reserve``).
 """
 
-import msgspec
-
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, shape_of
 from allot.core.planning.reserve import may_reserve, reserve
@@ -32,12 +30,24 @@ SHORT_OF_ROOM: tuple[ReasonCode, ...] = (NO_FIT, NO_BLOCK, BEHIND)
 _ROOM_CODES: tuple[ReasonCode, ...] = (*SHORT_OF_ROOM, RESERVED_FOR)
 
 
-def consider(cycle: Cycle, job: JobRecord, position: int) -> None:
+def consider(
+    cycle: Cycle,
+    job: JobRecord,
+    position: int,
+    borrowing: list[tuple[int, JobRecord]] | None = None,
+) -> None:
+    """Admit the job, or tell it why it waits. With ``borrowing``: a job that would start
+    but would borrow quota is put there instead, to be considered again once the jobs
+    within their quota have been (own quota first, as Kueue does; a job short of room is
+    told so, and may be reserved for, in its place)."""
     held = cycle.state.holds.get(job.job_id)
     if held is not None and _consider_held(cycle, job, position, held):
         return
     found, fresh = verdict(cycle, job, cycle.ends_before_reservation(job))
     if isinstance(found, list):
+        if borrowing is not None and cycle.borrows(job):
+            borrowing.append((position, job))
+            return None
         return cycle.admit(job, found)
     code, params, detail = found
     if fresh and code in SHORT_OF_ROOM and may_reserve(cycle):
@@ -126,18 +136,10 @@ def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> lis
     reservation = cycle.reservation
     if not short or reservation is None or not reservation.set_aside:
         return cycle.capacity.place(*shape, models)
-    # It ends before the reservation starts, so it may use the GPUs set aside meanwhile;
-    # those it takes are no longer set aside.
+    # It ends before the reservation starts, so it may use the GPUs set aside meanwhile
+    # (those it is admitted to are no longer set aside: ``Cycle.admit``).
     with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-        placements = cycle.capacity.place(*shape, models)
-    taken = {(p.node_id, g) for p in placements or [] for g in p.gpus}
-    still = [
-        Placement(node_id=p.node_id, gpus=gpus)
-        for p in reservation.set_aside
-        if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
-    ]
-    cycle.reservation = msgspec.structs.replace(reservation, set_aside=still)
-    return placements
+        return cycle.capacity.place(*shape, models)
 
 
 def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refusal:

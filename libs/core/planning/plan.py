@@ -128,7 +128,7 @@ def _judge_in_order(
     state, strict = cycle.state, cycle.policy.strict
     unseen_holds = len(state.holds)
     blocked = False
-    borrowing: list[tuple[int, JobRecord]] = []  # looked at after the rest (``Cycle.borrows``)
+    borrowing: list[tuple[int, JobRecord]] = []  # put back by ``consider``
     for position, job in queued:
         held = job.job_id in state.holds
         unseen_holds -= held
@@ -146,11 +146,8 @@ def _judge_in_order(
         if blocked:  # strict order: nothing passes the first job that waits
             behind(cycle, job, position)
             continue
-        if not (strict or held) and cycle.borrows(job):
-            borrowing.append((position, job))
-            continue
         admitted = len(cycle.admitted)
-        consider(cycle, job, position)
+        consider(cycle, job, position, None if strict else borrowing)
         blocked = strict and len(cycle.admitted) == admitted
     _consider_all(cycle, borrowing)
     return queued, blocked
@@ -161,6 +158,7 @@ def _position(queued: tuple[int, JobRecord]) -> int:
 
 
 def _consider_all(cycle: Cycle, jobs: list[tuple[int, JobRecord]]) -> None:
+    """The jobs that would borrow, after the rest: they start where room is left."""
     for position, job in jobs:
         consider(cycle, job, position)
 

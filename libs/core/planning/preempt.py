@@ -9,6 +9,7 @@ that account borrows, and only as long as it still borrows before its last victi
 stopped; the waiting job's account says which jobs it may stop (``AccountPreemption``); and
 victims are stopped only if the waiting job would then be admitted, quota included."""
 
+import heapq
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -335,32 +336,31 @@ def _choose(
 def _short_of_room(
     cycle: Cycle, rest: Queued, depth: int, may_claim: dict[tuple[str, str], bool]
 ) -> Iterator[tuple[int | None, JobRecord, int]]:
-    """Waiting jobs that lack only room, of the queues that ``may_claim``, in queue order,
-    as (their index in ``waiting``, or None for one the cycle did not look at; the job; its
-    position). The jobs the cycle looked at all come before those it did not reach."""
+    """Waiting jobs that lack only room (or quota, where quotas apply), of the queues that
+    ``may_claim``, in queue order, as (their index in ``waiting``, or None for one the cycle
+    did not look at; the job; its position). Jobs that would borrow were put back
+    (``Cycle.borrows``), so some the cycle did not reach may come before some it looked at:
+    the two are merged by position. ``waiting`` grows with the jobs of ``rest`` only."""
     holds, exhausted, jobs = cycle.state.holds, cycle.exhausted, cycle.state.jobs
     owed = _OWED_QUOTA if cycle.quotas.active else SHORT_OF_ROOM
-    # In queue order: work that would borrow was looked at after the rest (``Cycle.borrows``).
-    # The list grows with the jobs of ``rest`` only, which come after all of these.
-    for n in sorted(range(len(cycle.waiting)), key=lambda n: cycle.waiting[n].position):
-        waiting = cycle.waiting[n]
-        if waiting.reason.code in owed:
-            job = jobs[waiting.reason.job_id]
-            spec = job.spec
-            if (
-                may_claim[spec.tier, spec.account]
-                and job.job_id not in holds
-                and spec.account not in exhausted
-            ):
-                yield n, job, waiting.position
+    looked = sorted(
+        (w.position, n, jobs[w.reason.job_id])
+        for n, w in enumerate(cycle.waiting)
+        if w.reason.code in owed
+    )
+    unreached = ((position, None, job) for position, job in rest)
     free = cycle.capacity.free_by_model
-    for position, job in rest:
-        if position > depth:
+    for position, n, job in heapq.merge(looked, unreached, key=_first):
+        if n is None and position > depth:
             return
         spec = job.spec
         if not may_claim[spec.tier, spec.account]:
             continue
         if job.job_id in holds or spec.account in exhausted:
             continue
-        if not spec.flavor or spec.flavor in free:
-            yield None, job, position
+        if n is not None or not spec.flavor or spec.flavor in free:
+            yield n, job, position
+
+
+def _first(entry: tuple[int, int | None, JobRecord]) -> int:
+    return entry[0]
