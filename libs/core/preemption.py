@@ -96,7 +96,7 @@ def stoppable_jobs(
     state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
 ) -> Stoppable:
     """Computed once per cycle, then filtered for each waiting job by what it is owed.
-    In no particular order: ``choose`` orders victims by cost and job id itself.
+    In no particular order: ``choose`` orders victims by cost and submission itself.
     ``time_slice_ns``: None where fair share stops nothing."""
     jobs = [job for job in map(state.jobs.__getitem__, state.holders) if stoppable(job, now)]
     sliced = {job.job_id: job.spec.account for job in jobs if _past_slice(job, now, time_slice_ns)}
@@ -235,7 +235,13 @@ def candidates(
         else:
             continue
         cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
-        found.append((Victim(job_id=job.job_id, placements=job.placements, cost=cost), code))
+        victim = Victim(
+            job_id=job.job_id,
+            submitted_seq=job.submitted_seq,
+            placements=job.placements,
+            cost=cost,
+        )
+        found.append((victim, code))
     return found
 
 

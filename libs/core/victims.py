@@ -6,7 +6,8 @@ started when it cannot resume) plus a restart overhead per GPU. For a job that f
 the set is the cheapest that frees a block it fits (every subset of the victims on each
 node is tried, branch and bound); a gang spanning nodes takes victims cheapest per GPU
 first, then drops those it turns out not to need, dearest first. Ties: fewer victims, then
-node id, then job ids.
+the node registered first, then the jobs submitted first (by the log's order, never by
+name: renaming nodes and jobs changes no choice).
 """
 
 from collections.abc import Iterable
@@ -21,6 +22,7 @@ MAX_VICTIMS_PER_NODE = 10  # subsets tried per node: 2**10
 
 class Victim(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
+    submitted_seq: int  # what breaks ties between victims, in place of their ids
     placements: dict[str, list[int]]
     cost: int  # GPU-ms lost, restart overhead included
 
@@ -56,7 +58,7 @@ def _on_one_node(
         for node_id in victim.placements:
             by_node.setdefault(node_id, []).append(victim)
     nodes = []
-    for node_id, victims in sorted(by_node.items()):
+    for node_id, victims in by_node.items():
         space = capacity.nodes.get(node_id)
         if space is None or space.model not in models:
             continue
@@ -65,9 +67,10 @@ def _on_one_node(
             victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in victims) < deficit:
             continue  # not even all of them together free enough here
-        nodes.append((_lower_bound(victims, node_id, deficit), node_id, victims, deficit))
+        bound = _lower_bound(victims, node_id, deficit)
+        nodes.append((bound, space.order, node_id, victims, deficit))
     best: _Best | None = None
-    for bound, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
+    for bound, _, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
         if best is not None and bound > best[0][0]:
             break
         here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
@@ -77,11 +80,12 @@ def _on_one_node(
     return None if best is None else (best[1], best[2])
 
 
-def _cheapest_first(victim: Victim) -> tuple[int, str]:
-    return victim.cost, victim.job_id
+def _cheapest_first(victim: Victim) -> tuple[int, int]:
+    return victim.cost, victim.submitted_seq
 
 
-_Best = tuple[tuple[int, int, str, list[str]], list[Victim], list[Placement]]
+# ((cost, victims, the node's order, the victims' submission sequences), victims, placements)
+_Best = tuple[tuple[int, int, int, list[int]], list[Victim], list[Placement]]
 
 
 class _NodeSearch:
@@ -102,6 +106,7 @@ class _NodeSearch:
         self.capacity, self.spec, self.node_id = capacity, spec, node_id
         self.here, self.deficit, self.best = here, deficit, best
         self.model = [capacity.nodes[node_id].model]
+        self.order = capacity.nodes[node_id].order
         self.chosen: list[Victim] = []
 
     def below(self, start: int, cost: int, freed: int) -> None:
@@ -112,7 +117,7 @@ class _NodeSearch:
         if freed >= self.deficit:
             placed = _placed_with(self.capacity, self.spec, self.model, chosen)
             if placed is not None and [p.node_id for p in placed] == [node_id]:
-                key = (cost, len(chosen), node_id, [v.job_id for v in chosen])
+                key = (cost, len(chosen), self.order, [v.submitted_seq for v in chosen])
                 if best is None or key < best[0]:
                     self.best = (key, list(chosen), placed)
                 return
@@ -138,14 +143,14 @@ def _spread(
 
     chosen: list[Victim] = []
     try:
-        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.job_id)):
+        for victim in sorted(pool, key=lambda v: (v.cost / _gpus(v), v.submitted_seq)):
             _free(capacity, victim, True)
             chosen.append(victim)
             if fits():
                 break
         else:
             return None
-        for victim in sorted(chosen, key=lambda v: (-v.cost, v.job_id)):
+        for victim in sorted(chosen, key=lambda v: (-v.cost, v.submitted_seq)):
             _free(capacity, victim, False)  # not needed after all?
             if fits():
                 chosen.remove(victim)
@@ -153,7 +158,7 @@ def _spread(
                 _free(capacity, victim, True)
         placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
         assert placed is not None
-        return sorted(chosen, key=lambda v: v.job_id), placed
+        return sorted(chosen, key=lambda v: v.submitted_seq), placed
     finally:
         for victim in chosen:
             _free(capacity, victim, False)
