@@ -39,6 +39,7 @@ def _registered(state: State, seq: int, e: NodeRegistered) -> None:
             hostname=e.hostname,
             gpus=list(e.gpus),
             registered_at=e.meta.at,
+            registered_seq=seq,
             cpus=e.cpus,
             memory_mib=e.memory_mib,
             labels=dict(e.labels),

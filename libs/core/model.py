@@ -102,6 +102,9 @@ class NodeRecord(msgspec.Struct, kw_only=True):
     hostname: str
     gpus: list[GpuInfo]
     registered_at: int
+    # The log sequence of its first registration (kept when it registers again): nodes are
+    # listed, and ties between them broken, in this order, so that no name decides.
+    registered_seq: int
     cpus: int = 0
     memory_mib: int = 0
     labels: dict[str, str] = {}

@@ -7,15 +7,19 @@ Rules, in order:
 2. ``nvlink``: every GPU of the job in one NVLink island. ``node``: all on one node.
    ``rack``: all nodes in one rack. ``any``: anywhere (R4).
 3. Best fit, so large blocks stay free: the node with the fewest free GPUs that holds the
-   whole job (then the lowest node id); inside it, the smallest island that holds it, else
-   the fewest islands. A gang too large for one node goes to the rack (for ``rack``) with
-   the least room that holds it, filling its roomiest nodes first and the tail into the
+   whole job (then the one registered first); inside it, the smallest island that holds it,
+   else the fewest islands. A gang too large for one node goes to the rack (for ``rack``)
+   with the least room that holds it, filling its roomiest nodes first and the tail into the
    node that fits it best.
 4. Models are tried in name order; for a single node the best fit over all of them wins.
+
+Nodes alike in every other way go in the order the log registered them
+(``NodeRecord.registered_seq``), never by node id: renaming every node changes no decision.
 """
 
 import bisect
 from collections.abc import Iterable
+from operator import attrgetter
 
 from allot.core.model import NodeRecord, State
 from allot.core.topology import islands_of, model_of, rack_of
@@ -25,17 +29,19 @@ from allot.proto.events import Placement, Topology
 class NodeSpace:
     """The free GPUs of one schedulable node, island by island."""
 
-    __slots__ = ("free", "home", "islands", "model", "node_id", "rack")
+    __slots__ = ("free", "home", "islands", "model", "node_id", "order", "rack")
 
     def __init__(
         self,
         node_id: str,
+        order: int,
         model: str,
         rack: str,
         islands: list[list[int]],
         home: dict[int, int],
     ):
         self.node_id = node_id
+        self.order = order  # its registration's log sequence: what breaks ties between nodes
         self.model = model
         self.rack = rack
         self.islands = islands  # free indices of each island, ascending
@@ -44,7 +50,7 @@ class NodeSpace:
 
     def copy(self) -> "NodeSpace":
         islands = [list(i) for i in self.islands]
-        return NodeSpace(self.node_id, self.model, self.rack, islands, self.home)
+        return NodeSpace(self.node_id, self.order, self.model, self.rack, islands, self.home)
 
     def pick(self, need: int, one_island: bool) -> list[int] | None:
         """The GPUs a block of ``need`` would take here, or None."""
@@ -72,17 +78,18 @@ class Capacity:
     ``nodes``; change it only with ``take`` and ``give``."""
 
     def __init__(self, spaces: Iterable[NodeSpace], shared: Iterable[str] = ()):
-        """``spaces`` in node id order."""
+        """``spaces`` in registration order."""
         self.nodes: dict[str, NodeSpace] = {}
         self._shared = set(shared)  # node ids whose space another capacity may read
         self.free_by_model: dict[str, int] = {}
-        self._by_free: dict[str, dict[int, list[str]]] = {}  # model -> free -> node ids
+        # model -> free -> (order, node id) of the nodes with that many free, in order
+        self._by_free: dict[str, dict[int, list[tuple[int, str]]]] = {}
         for space in spaces:
             self.nodes[space.node_id] = space
             self.free_by_model[space.model] = self.free_by_model.get(space.model, 0) + space.free
             if space.free:
                 self._by_free.setdefault(space.model, {}).setdefault(space.free, []).append(
-                    space.node_id
+                    (space.order, space.node_id)
                 )
         self.models = sorted(self.free_by_model)  # the GPU models it has, by name
 
@@ -118,7 +125,7 @@ class Capacity:
         self._shared, twin._shared = set(self.nodes), set(self.nodes)
         twin.free_by_model, twin.models = dict(self.free_by_model), self.models
         twin._by_free = {
-            model: {free: list(ids) for free, ids in by_free.items()}
+            model: {free: list(nodes) for free, nodes in by_free.items()}
             for model, by_free in self._by_free.items()
         }
         return twin
@@ -167,7 +174,7 @@ class Capacity:
             if (found := self._one_node(model, need, topology == "nvlink")) is not None
         ]
         if single:
-            space, gpus = min(single, key=lambda found: (found[0].free, found[0].node_id))
+            space, gpus = min(single, key=lambda found: (found[0].free, found[0].order))
             return [Placement(node_id=space.node_id, gpus=gpus)]
         if topology in ("nvlink", "node") or workers == 1:
             return None
@@ -181,9 +188,9 @@ class Capacity:
         """How many workers of ``per_worker`` GPUs the free GPUs of nodes of ``models``
         could hold, each on one node, islands aside."""
         return sum(
-            free // per_worker * len(ids)
+            free // per_worker * len(nodes)
             for model in models
-            for free, ids in self._by_free.get(model, {}).items()
+            for free, nodes in self._by_free.get(model, {}).items()
         )
 
     def largest(self, per_worker: int, topology: Topology, models: Iterable[str]) -> int:
@@ -215,7 +222,9 @@ class Capacity:
 
     def _spaces(self, model: str) -> list[NodeSpace]:
         return [
-            self.nodes[node_id] for ids in self._by_free.get(model, {}).values() for node_id in ids
+            self.nodes[node_id]
+            for nodes in self._by_free.get(model, {}).values()
+            for _, node_id in nodes
         ]
 
     def _one_node(
@@ -223,7 +232,7 @@ class Capacity:
     ) -> tuple[NodeSpace, list[int]] | None:
         buckets = self._by_free.get(model, {})
         for count in sorted(c for c in buckets if c >= need):
-            for node_id in buckets[count]:
+            for _, node_id in buckets[count]:
                 space = self.nodes[node_id]
                 gpus = space.pick(need, one_island)
                 if gpus is not None:
@@ -233,30 +242,33 @@ class Capacity:
     def _spread(
         self, model: str, workers: int, per_worker: int, one_rack: bool
     ) -> list[Placement] | None:
+        # (workers it holds, order, node id): by room, then registration
         room = sorted(
-            (s.free // per_worker, s.node_id) for s in self._spaces(model) if s.free >= per_worker
+            (s.free // per_worker, s.order, s.node_id)
+            for s in self._spaces(model)
+            if s.free >= per_worker
         )
         if one_rack:
-            racks: dict[str, list[tuple[int, str]]] = {}
-            for slots, node_id in room:
-                racks.setdefault(self.nodes[node_id].rack, []).append((slots, node_id))
+            racks: dict[str, list[tuple[int, int, str]]] = {}
+            for slots, order, node_id in room:
+                racks.setdefault(self.nodes[node_id].rack, []).append((slots, order, node_id))
             fitting = [
-                (sum(slots for slots, _ in members), rack)
+                (sum(slots for slots, _, _ in members), rack)
                 for rack, members in racks.items()
-                if sum(slots for slots, _ in members) >= workers
+                if sum(slots for slots, _, _ in members) >= workers
             ]
             if not fitting:
                 return None
             room = racks[min(fitting)[1]]
-        elif sum(slots for slots, _ in room) < workers:
+        elif sum(slots for slots, _, _ in room) < workers:
             return None
         placements: list[Placement] = []
         left = workers
         while left:
-            at = bisect.bisect_left(room, (left, ""))
-            if at == len(room):  # none holds the rest: the roomiest, lowest id first
-                at = bisect.bisect_left(room, (room[-1][0], ""))
-            slots, node_id = room.pop(at)
+            at = bisect.bisect_left(room, (left,))
+            if at == len(room):  # none holds the rest: the roomiest, registered first
+                at = bisect.bisect_left(room, (room[-1][0],))
+            slots, _, node_id = room.pop(at)
             count = min(slots, left) * per_worker
             gpus = self.nodes[node_id].pick(count, one_island=False)
             assert gpus is not None  # it has ``slots * per_worker`` free GPUs
@@ -267,12 +279,12 @@ class Capacity:
     def _index(self, space: NodeSpace) -> None:
         if space.free:
             bucket = self._by_free.setdefault(space.model, {}).setdefault(space.free, [])
-            bisect.insort(bucket, space.node_id)
+            bisect.insort(bucket, (space.order, space.node_id))
 
     def _unindex(self, space: NodeSpace) -> None:
         if space.free:
             bucket = self._by_free[space.model][space.free]
-            del bucket[bisect.bisect_left(bucket, space.node_id)]
+            del bucket[bisect.bisect_left(bucket, (space.order, space.node_id))]
             if not bucket:
                 del self._by_free[space.model][space.free]
 
@@ -300,10 +312,13 @@ Schedulable = tuple[str, NodeRecord, _Shape]  # a node that takes work, and its 
 
 
 def schedulable(state: State) -> list[Schedulable]:
-    """The nodes that take work, by id, with their shapes: what changes only with
-    ``State.nodes_version``, so a planner may keep it between cycles."""
-    return [(node_id, node, _shape_of(node)) for node_id, node in sorted(state.nodes.items())
-            if node.schedulable]  # fmt: skip
+    """The nodes that take work, in registration order, with their shapes: what changes
+    only with ``State.nodes_version``, so a planner may keep it between cycles."""
+    nodes = sorted(state.nodes.values(), key=_registered_seq)
+    return [(node.node_id, node, _shape_of(node)) for node in nodes if node.schedulable]
+
+
+_registered_seq = attrgetter("registered_seq")
 
 
 # Node id -> what its shape was derived from, and the shape: a node's GPUs, islands and
@@ -322,16 +337,19 @@ def _space_of(node_id: str, node: NodeRecord, shape: _Shape) -> NodeSpace:
     taken = node.allocated
     every, home, model, rack = shape
     if taken.keys() >= home.keys():  # all taken: a busy cluster's usual node
-        return _full_space(node_id, shape)
+        return _full_space(node_id, node.registered_seq, shape)
     islands = [[i for i in island if i not in taken] for island in every]
-    return NodeSpace(node_id, model, rack, islands, home)
+    return NodeSpace(node_id, node.registered_seq, model, rack, islands, home)
 
 
-def _full_space(node_id: str, shape: _Shape) -> NodeSpace:
+def _full_space(node_id: str, order: int, shape: _Shape) -> NodeSpace:
     known = _full.get(node_id)
-    if known is None or known[0] is not shape:
+    # Its order too: a node of this id in another state may have registered at another
+    # point of its log, and victims are tried in the order of their nodes, full or not.
+    if known is None or known[0] is not shape or known[1].order != order:
         every, home, model, rack = shape
-        known = _full[node_id] = (shape, NodeSpace(node_id, model, rack, [[] for _ in every], home))
+        space = NodeSpace(node_id, order, model, rack, [[] for _ in every], home)
+        known = _full[node_id] = (shape, space)
     return known[1]
 
 

@@ -99,7 +99,7 @@ def stoppable_jobs(
     state: State, now: int, restart_overhead_ms: int, time_slice_ns: int | None
 ) -> Stoppable:
     """Computed once per cycle, then filtered for each waiting job by what it is owed.
-    In no particular order: ``choose`` orders victims by cost and job id itself.
+    In no particular order: ``choose`` orders victims by cost and submission itself.
     ``time_slice_ns``: None where fair share stops nothing."""
     jobs = [job for job in map(state.jobs.__getitem__, state.holders) if stoppable(job, now)]
     sliced = {job.job_id: job.spec.account for job in jobs if _past_slice(job, now, time_slice_ns)}

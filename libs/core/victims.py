@@ -8,7 +8,8 @@ node is tried, branch and bound); a gang spanning nodes, or a job that needs quo
 room, takes victims cheapest per GPU first, then drops those it turns out not to need,
 dearest first. A set is chosen only if the job would be admitted with it gone: placed, and
 ``allowed`` (its quota, where quotas apply). Ties between sets of equal cost: fewer victims,
-then the victims' ``order`` (``preemption.victim_order``), then the node.
+then the victims' ``order`` (``preemption.victim_order``), then the node registered first:
+never a name, so renaming nodes and jobs changes no choice.
 """
 
 from collections.abc import Callable, Iterable
@@ -79,7 +80,7 @@ def _on_one_node(
         for node_id in victim.placements:
             by_node.setdefault(node_id, []).append(victim)
     nodes = []
-    for node_id, victims in sorted(by_node.items()):
+    for node_id, victims in by_node.items():
         space = capacity.nodes.get(node_id)
         if space is None or space.model not in models:
             continue
@@ -88,9 +89,10 @@ def _on_one_node(
             victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in victims) < deficit:
             continue  # not even all of them together free enough here
-        nodes.append((_lower_bound(victims, node_id, deficit), node_id, victims, deficit))
+        bound = _lower_bound(victims, node_id, deficit)
+        nodes.append((bound, space.order, node_id, victims, deficit))
     best: _Best | None = None
-    for bound, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
+    for bound, _, node_id, here, deficit in sorted(nodes, key=lambda n: (n[0], n[1])):
         if best is not None and bound > best[0][0]:
             break
         here = sorted(here, key=_cheapest_first)  # only for the few nodes searched
@@ -104,7 +106,8 @@ def _cheapest_first(victim: Victim) -> tuple[int, tuple[int, ...]]:
     return victim.cost, victim.order
 
 
-_Best = tuple[tuple[int, int, list[tuple[int, ...]], str], list[Victim], list[Placement]]
+# ((cost, victims, their orders, the node's order), victims, placements)
+_Best = tuple[tuple[int, int, list[tuple[int, ...]], int], list[Victim], list[Placement]]
 
 
 class _NodeSearch:
@@ -126,6 +129,7 @@ class _NodeSearch:
         self.capacity, self.spec, self.node_id = capacity, spec, node_id
         self.here, self.deficit, self.best, self.allowed = here, deficit, best, allowed
         self.model = [capacity.nodes[node_id].model]
+        self.order = capacity.nodes[node_id].order
         self.chosen: list[Victim] = []
 
     def below(self, start: int, cost: int, freed: int) -> None:
@@ -137,7 +141,7 @@ class _NodeSearch:
             placed = _placed_with(self.capacity, self.spec, self.model, chosen)
             if placed is not None and [p.node_id for p in placed] == [node_id]:
                 if self.allowed is None or self.allowed(chosen, self.model[0], False):
-                    key = (cost, len(chosen), sorted(v.order for v in chosen), node_id)
+                    key = (cost, len(chosen), sorted(v.order for v in chosen), self.order)
                     if best is None or key < best[0]:
                         self.best = (key, list(chosen), placed)
                     return
@@ -190,7 +194,7 @@ def _spread(
                 _free(capacity, victim, True)
         placed = capacity.place(spec.workers, spec.gpus, spec.topology, models)
         assert placed is not None
-        return sorted(chosen, key=lambda v: v.job_id), placed
+        return sorted(chosen, key=lambda v: v.order), placed
     finally:
         for victim in chosen:
             _free(capacity, victim, False)

@@ -12,7 +12,7 @@ from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
 from allot.core.executor import Requeue, SettleLoss, due
 from allot.core.model import ChangeFeed
 from allot.core.placement import Capacity
-from allot.core.preemption import StoppableMemo, cost_of, protected, stoppable_jobs
+from allot.core.preemption import StoppableMemo, cost_of, protected, stoppable_jobs, victim_order
 from allot.core.victims import Victim, choose
 from allot.proto.events import (
     AccountDefined,
@@ -195,7 +195,12 @@ def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_p
     spec = msgspec.structs.replace(spec, topology=topology, tier="interactive")
     capacity = Capacity.of(state)
     pool = [
-        Victim(job_id=j.job_id, placements=j.placements, cost=cost_of(j, NOW, 60_000))
+        Victim(
+            job_id=j.job_id,
+            placements=j.placements,
+            cost=cost_of(j, NOW, 60_000),
+            order=victim_order(j),
+        )
         for j in state.jobs.values()
         if not protected(j, NOW)
     ]
@@ -245,7 +250,12 @@ def test_a_gang_spanning_nodes_finds_victims_exactly_when_some_set_of_them_frees
     spec = msgspec.structs.replace(b.spec(per_worker), workers=workers, topology="any")
     capacity = Capacity.of(state)
     pool = [
-        Victim(job_id=j.job_id, placements=j.placements, cost=cost_of(j, NOW, 60_000))
+        Victim(
+            job_id=j.job_id,
+            placements=j.placements,
+            cost=cost_of(j, NOW, 60_000),
+            order=victim_order(j),
+        )
         for j in state.jobs.values()
     ]
     found = choose(capacity, spec, capacity.models, pool)

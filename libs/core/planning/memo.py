@@ -122,14 +122,17 @@ class Holders:
 
 class Ends:
     """When the jobs holding GPUs end by their declared runtimes: ``listed`` as (the end, or
-    None for a job admitted but not started, its runtime, job id, its GPUs by node), and
-    ``released`` as a cycle uses them when none has ended in the past (soonest first, ties
-    by job id). Kept up to date job by job (``update``), not worked out again."""
+    None for a job admitted but not started, its runtime, its submission's sequence, its
+    GPUs by node), and ``released`` as a cycle uses them when none has ended in the past
+    (soonest first, ties by submission: never by name, which would decide which GPUs a
+    reservation finds first). Kept up to date job by job (``update``), not worked out
+    again."""
 
     def __init__(self) -> None:
-        # Job id -> its end (None: not started), runtime and GPUs by node.
-        self._entries: dict[str, tuple[int | None, int, dict[str, list[int]]]] = {}
-        self.order: list[tuple[int, str]] = []  # (end, job id) of the started: released's order
+        # Job id -> its end (None: not started), runtime, submission sequence, GPUs by node.
+        self._entries: dict[str, tuple[int | None, int, int, dict[str, list[int]]]] = {}
+        # (end, submission sequence) of the started: released's order
+        self.order: list[tuple[int, int]] = []
         self.released: Releases = []
         self._unstarted = 0
 
@@ -140,7 +143,7 @@ class Ends:
             if known is not None and known[0] is None:
                 self._unstarted -= 1
             elif known is not None:
-                at = bisect.bisect_left(self.order, (known[0], job_id))
+                at = bisect.bisect_left(self.order, (known[0], known[2]))
                 del self.order[at], self.released[at]
             job = state.jobs.get(job_id)
             runtime = None if job is None else job.spec.max_runtime_ns
@@ -148,19 +151,19 @@ class Ends:
                 continue
             started = job.started_at if job.status == JobStatus.RUNNING else None
             end = None if started is None else started + runtime
-            self._entries[job_id] = (end, runtime, job.placements)
+            seq = job.submitted_seq
+            self._entries[job_id] = (end, runtime, seq, job.placements)
             if end is None:
                 self._unstarted += 1
             else:
-                at = bisect.bisect_left(self.order, (end, job_id))
-                self.order.insert(at, (end, job_id))
+                at = bisect.bisect_left(self.order, (end, seq))
+                self.order.insert(at, (end, seq))
                 self.released.insert(at, (end, job.placements))
         return self
 
     @property
-    def listed(self) -> list[tuple[int | None, int, str, dict[str, list[int]]]]:
-        return [(end, runtime, job_id, placed) for job_id, (end, runtime, placed)
-                in self._entries.items()]  # fmt: skip
+    def listed(self) -> list[tuple[int | None, int, int, dict[str, list[int]]]]:
+        return list(self._entries.values())
 
     def timeless(self, now: int) -> bool:
         """Whether ``released`` holds at ``now``: every end known and none before it."""

@@ -114,7 +114,8 @@ def _find_reservation(
 
 
 def _releases(cycle: Cycle) -> Releases:
-    """When GPUs held now come free, by declared runtimes, soonest first (ties by job)."""
+    """When GPUs held now come free, by declared runtimes, soonest first (ties by
+    submission)."""
     if cycle.releases[0] == len(cycle.admitted):  # nothing admitted since: the same
         return cycle.releases[1]
     ends, now = cycle.holders.ends, cycle.now
@@ -125,18 +126,18 @@ def _releases(cycle: Cycle) -> Releases:
         order, released = list(ends.order), list(ends.released)
         for admitted in timed:
             end = now + (admitted.job.spec.max_runtime_ns or 0)
-            at = bisect.bisect(order, (end, admitted.job.job_id))
-            order.insert(at, (end, admitted.job.job_id))
+            at = bisect.bisect(order, (end, admitted.job.submitted_seq))
+            order.insert(at, (end, admitted.job.submitted_seq))
             released.insert(at, (end, {p.node_id: p.gpus for p in admitted.placements}))
     else:
         listed = [
-            (max(now, end if end is not None else now + runtime), job_id, placed)
-            for end, runtime, job_id, placed in ends.listed
+            (max(now, end if end is not None else now + runtime), seq, placed)
+            for end, runtime, seq, placed in ends.listed
         ]
         for admitted in timed:
             end = now + (admitted.job.spec.max_runtime_ns or 0)
             placed = {p.node_id: p.gpus for p in admitted.placements}
-            listed.append((end, admitted.job.job_id, placed))
+            listed.append((end, admitted.job.submitted_seq, placed))
         released = [(end, placed) for end, _, placed in sorted(listed, key=lambda e: e[:2])]
     cycle.releases_timed = released is not ends.released
     cycle.releases = (len(cycle.admitted), released)
