@@ -16,7 +16,7 @@ The node is recorded drained by the executor once it holds no job.
 
 import msgspec
 
-from allot.core.model import JobRecord, State
+from allot.core.model import JobRecord, NodeRecord, State
 from allot.core.preemption import stoppable
 
 
@@ -28,12 +28,19 @@ def stops(job: JobRecord, immediate: bool) -> bool:
 def draining(state: State, now: int) -> list[tuple[str, str]]:
     """(job id, node id) of jobs to stop now because their node is being drained, by job."""
     found = {}
-    for node_id, node in sorted(i for i in state.nodes.items() if i[1].draining):
+    # Nodes in the order the log registered them: a job on two draining nodes names the
+    # first, whatever they are called.
+    draining = sorted((n for n in state.nodes.items() if n[1].draining), key=_registration)
+    for node_id, node in draining:
         for job_id in sorted(set(node.allocated.values())):
             job = state.jobs[job_id]
             if job_id not in found and stops(job, node.drain_now) and stoppable(job, now):
                 found[job_id] = node_id
     return sorted(found.items())
+
+
+def _registration(item: tuple[str, NodeRecord]) -> int:
+    return item[1].registered_seq
 
 
 class Fate(msgspec.Struct, frozen=True, kw_only=True):
