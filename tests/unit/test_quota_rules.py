@@ -97,6 +97,19 @@ def test_with_equal_usage_the_account_within_its_quota_wins_whatever_the_names()
         assert decided.preemptions == []
 
 
+def test_own_quota_first_counts_quotas_of_a_gpu_model() -> None:
+    state = fold(
+        b.node("n1", 8, model="A100"),
+        b.node("n2", 4, model="A100"),
+        account("a", quota={"gpu:A100": 4}),
+        account("b", quota={"gpu:A100": 8}),
+        *running("a-running", "n2", [0, 1, 2, 3], account="a"),
+        b.submitted("a-borrows", 8, account="a", at=NOW),
+        b.submitted("b-own", 8, account="b", at=NOW + 1),
+    )
+    assert admitted(plan(state, NOW, KUEUE)) == ["b-own"]
+
+
 # 2. Reclaiming lent quota when the cohort has a quota of its own
 
 

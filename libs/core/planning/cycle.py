@@ -14,7 +14,7 @@ from allot.core.placement import Capacity
 from allot.core.planning.memo import Holders, PlanMemo, Releases
 from allot.core.planning.order import exhausted_accounts
 from allot.core.planning.policy import Policy
-from allot.core.quota import QuotaBook, QuotaFrame, Usage, gpu_amounts, needs
+from allot.core.quota import QuotaBook, QuotaFrame, Usage, needs
 from allot.core.topology import model_of
 from allot.proto.codes import RESERVED_FOR, ReasonCode
 from allot.proto.events import (
@@ -140,14 +140,16 @@ class Cycle:
             and not any(self.capacity.free_by_model.values())
         )
 
-    def borrows(self, job: JobRecord) -> bool:
-        """Whether the job would borrow quota. Work within its accounts' nominal quotas is
-        admitted before work that would borrow, each in queue order (as Kueue does); use
-        only grows within a cycle, so a job put back stays one that would borrow."""
+    def borrows(self, job: JobRecord, placements: list[Placement]) -> bool:
+        """Whether the job, placed there, would borrow quota. Work within its accounts'
+        nominal quotas is admitted before work that would borrow, each in queue order (as
+        Kueue does); use only grows within a cycle, so a job put back stays one that would
+        borrow."""
         quotas = self.quotas
-        return quotas.active and quotas.borrows(
-            job.spec.account, gpu_amounts(job.spec.total_gpus, None)
-        )
+        if not quotas.active:
+            return False
+        model = self.capacity.nodes[placements[0].node_id].model
+        return quotas.borrows(job.spec.account, needs(job.spec, model))
 
     def models_of(self, job: JobRecord) -> list[str]:
         return [job.spec.flavor] if job.spec.flavor else self.capacity.models

@@ -44,7 +44,7 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
         return True
     found, _ = verdict(cycle, job, short)
     if isinstance(found, list):
-        if borrowing is not None and cycle.borrows(job):
+        if borrowing is not None and cycle.borrows(job, found):
             borrowing.append(job)
             return True
         cycle.admit(job, found)  # only an admission leaves less room

@@ -45,7 +45,7 @@ def consider(
         return
     found, fresh = verdict(cycle, job, cycle.ends_before_reservation(job))
     if isinstance(found, list):
-        if borrowing is not None and cycle.borrows(job):
+        if borrowing is not None and cycle.borrows(job, found):
             borrowing.append((position, job))
             return None
         return cycle.admit(job, found)
