@@ -52,6 +52,10 @@ def needs(spec: JobSpec, model: str | None, gpus: int | None = None) -> Usage:
     return amounts
 
 
+def is_gpu(resource: str) -> bool:
+    return resource == GPU or resource.startswith(GPU + ":")
+
+
 def gpu_amounts(gpus: int, model: str | None) -> Usage:
     return {GPU: gpus} if model is None else {GPU: gpus, f"{GPU}:{model}": gpus}
 
@@ -78,6 +82,7 @@ class QuotaFrame:
         self.by_model = any(r.startswith(GPU + ":") for rs in self.managed.values() for r in rs)
         self.capacity = _capacity(state) if self.active else {}
         self.paths: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}  # see QuotaBook._path
+        self.sides: dict[tuple[str, str], tuple[str, str, frozenset[str]] | None] = {}
         # (account, resource) -> what it keeps for itself of its quota: quota - lendable
         self.guaranteed: dict[tuple[str, str], int] = {}
         for path, settings in state.accounts.items():
@@ -114,6 +119,7 @@ class QuotaBook:
         # Shared with the state's until the cycle charges a path: ``charge`` copies its own.
         self._charged: set[str] = set()
         self._trying = 0  # inside ``released``: use may have shrunk, so no refusal is known
+        self._sides = frame.sides
         if self.active:
             self._used = dict(state.quota_used)
         strays: dict[str, list[str]] = {}  # parent -> members in use but not declared
@@ -186,36 +192,49 @@ class QuotaBook:
                     return True
         return False
 
-    def sides(self, account: str, other: str) -> tuple[str, str] | None:
+    def sides(self, account: str, other: str) -> tuple[str, str, frozenset[str]] | None:
         """The accounts of ``account``'s path and of ``other``'s that are members of one
-        cohort (children of their nearest common ancestor, or top-level accounts), when
-        that cohort shares GPUs out; None when no quota stands between them."""
+        cohort (children of their nearest common ancestor, or top-level accounts), and the
+        GPU resources (``gpu``, ``gpu:<model>``) that cohort shares out; None when it
+        shares none, or the two are one account: no quota stands between them."""
+        if (account, other) in self._sides:
+            return self._sides[account, other]
+        found = None
         mine = {parent_of(path) or "": path for path in ancestry(account)}
         for path, parent, _ in self._path(other):
             if parent in mine:
-                managed = GPU in self._managed.get(parent, frozenset())
-                return (mine[parent], path) if managed and mine[parent] != path else None
-        return None
+                gpus = frozenset(r for r in self._managed.get(parent, ()) if is_gpu(r))
+                if gpus and mine[parent] != path:
+                    found = (mine[parent], path, gpus)
+                break
+        self._sides[account, other] = found
+        return found
 
-    def borrowed(self, path: str) -> int:
-        """How many GPUs the account holds beyond its nominal quota (negative: short of it)."""
+    def borrowed(self, path: str, resources: Iterable[str]) -> int:
+        """The most the account holds beyond its nominal quota of any of ``resources``
+        (negative: short of it by that much at least)."""
         settings = self._settings.get(path)
-        quota = settings.quota.get(GPU, 0) if settings is not None else 0
-        return self._used.get(path, {}).get(GPU, 0) - quota
+        quota = settings.quota if settings is not None else {}
+        used = self._used.get(path, {})
+        return max((used.get(r, 0) - quota.get(r, 0) for r in resources), default=0)
 
     @contextlib.contextmanager
     def released(self, holdings: Iterable[tuple[str, Usage]]) -> Iterator[None]:
         """Quota use as if the (account, amounts) held were given back, as stopping running
         jobs would: for asking whether a waiting job would then be admitted."""
-        given = list(holdings)
-        for account, amounts in given:
+        given: dict[str, Usage] = {}  # summed by account: charged once each, not per job
+        for account, amounts in holdings:
+            summed = given.setdefault(account, {})
+            for resource, amount in amounts.items():
+                summed[resource] = summed.get(resource, 0) + amount
+        for account, amounts in given.items():
             self.charge(account, {resource: -amount for resource, amount in amounts.items()})
         self._trying += 1
         try:
             yield
         finally:
             self._trying -= 1
-            for account, amounts in given:
+            for account, amounts in given.items():
                 self.charge(account, amounts)
 
     def charge(self, account: str, amounts: Usage) -> None:

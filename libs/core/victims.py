@@ -45,11 +45,10 @@ def choose(
     """The cheapest victims whose GPUs, with what is free, place the job where ``allowed``
     says it would be admitted; and where it would go then. ``capacity`` is left as it was."""
     pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
-    everyone = _placed_with(capacity, spec, models, pool)
-    if everyone is None:
-        return None  # not even with every one of them stopped: no use trying them one by one
-    if allowed is not None and not allowed(pool, capacity.nodes[everyone[0].node_id].model, True):
-        return None  # its quota would refuse it even then: stopping any would lose work for nothing
+    if allowed is not None:  # the models its quota would refuse even with all of them gone
+        models = [model for model in models if allowed(pool, model, True)]
+    if _placed_with(capacity, spec, models, pool) is None:
+        return None  # not even with every one of them stopped: stopping any loses work for nothing
     if spec.workers == 1 or spec.topology in ("nvlink", "node"):
         found = _on_one_node(capacity, spec, models, pool, allowed)
         if found is not None or allowed is None:

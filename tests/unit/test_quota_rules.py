@@ -353,3 +353,78 @@ def test_without_quotas_the_policy_grounds_alone_decide() -> None:
         b.submitted("notebook", 8, account="a", tier="interactive", at=NOW),
     )
     assert stopped(plan(state, NOW, Policy())) == {"batch": ("TIER", "notebook")}
+
+
+def test_jobs_already_being_stopped_do_not_count_as_their_accounts_borrowing() -> None:
+    state = fold(
+        b.node("n0", 8),
+        account("a", quota={"gpu": 4}),
+        account("b", quota={"gpu": 4}),
+        *running("b1", "n0", [0, 1], account="b", tier="best-effort", ran=3 * HOUR),
+        *running("b2", "n0", [2, 3], account="b", tier="best-effort", ran=4 * HOUR),
+        *running("b3", "n0", [4, 5], account="b", tier="best-effort", ran=5 * HOUR),
+        *running("a-batch", "n0", [6, 7], account="a", tier="batch"),
+        b.submitted("a-first", 2, account="a", tier="interactive", at=NOW),
+        b.submitted("a-second", 2, account="a", tier="interactive", at=NOW + 1),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    # b borrows 2: one of its jobs may go, and then b is at its quota; a-second stops a's own.
+    found = stopped(decided)
+    assert len(found) == 2
+    assert found["a-batch"] == ("TIER", "a-second")
+    assert len(set(found) & {"b1", "b2", "b3"}) == 1
+
+
+def test_quotas_of_a_gpu_model_guard_an_accounts_own_jobs_as_gpu_quotas_do() -> None:
+    for resource in ("gpu", "gpu:A100"):
+        state = fold(
+            b.node("n0", 8, model="A100"),
+            account("a", quota={resource: 4}),
+            account("b", quota={resource: 4}),
+            *running("b1", "n0", [0, 1], account="b", tier="best-effort"),
+            *running("b2", "n0", [2, 3], account="b", tier="best-effort"),
+            *running("a-batch", "n0", [4, 5, 6, 7], account="a", tier="batch"),
+            b.submitted("a-notebook", 2, account="a", tier="interactive", at=NOW),
+        )
+        found = stopped(plan(state, NOW, DEFAULT_POLICY))
+        assert found == {"a-batch": ("TIER", "a-notebook")}, resource
+
+
+def test_a_preemption_for_quota_of_one_model_does_not_depend_on_node_names() -> None:
+    for first, second in (("n-a", "n-b"), ("n-b", "n-a")):
+        state = fold(
+            b.node(first, 4, model="A100"),
+            b.node(second, 4, model="H100"),
+            account("a", quota={"gpu:H100": 4}, borrowing_limit={"gpu:A100": 0}),
+            account("c", quota={"gpu:H100": 0}),
+            *running("c-a100", first, [0, 1, 2, 3], account="c", tier="best-effort"),
+            *running("c-h100", second, [0, 1, 2, 3], account="c", tier="best-effort"),
+            b.submitted("a-notebook", 4, account="a", tier="interactive", at=NOW),
+        )
+        found = stopped(plan(state, NOW, DEFAULT_POLICY))
+        assert found == {"c-h100": ("TIER", "a-notebook")}, first
+
+
+def test_a_hold_stands_while_the_jobs_its_quota_waits_for_are_still_stopping() -> None:
+    state = fold(
+        b.node("n0", 3),
+        account("a", quota={"gpu": 0}, borrowing_limit={"gpu": 2}),
+        account("b", quota={"gpu": 0}),
+        *running("a-be", "n0", [0, 1], account="a", tier="best-effort"),
+        *running("b-be", "n0", [2], account="b", tier="best-effort"),
+        b.submitted("w1", 1, account="a", tier="interactive", at=NOW),
+        b.submitted("w2", 1, account="a", tier="interactive", at=NOW + 1),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert stopped(decided) == {"a-be": ("TIER", "w1"), "b-be": ("TIER", "w2")}
+    apply(
+        state,
+        state.seq + 1,
+        msgspec.structs.replace(b.plan(), preemptions=decided.preemptions, holds=decided.holds),
+    )
+    # b-be is gone, a-be still checkpoints: w2 needs a's quota back from it as well.
+    apply(state, state.seq + 1, msgspec.structs.replace(b.exited("b-be", "n0", 0), stopped_in_ns=S))
+    apply(state, state.seq + 1, b.submitted("b-new", 1, account="b", at=NOW + 5))
+    after = plan(state, NOW + 6, DEFAULT_POLICY)
+    assert after.admissions == []
+    assert {w.reason.job_id: w.reason.code for w in after.waiting}["w2"] == "PREEMPTING"

@@ -152,7 +152,10 @@ class Cycle:
         return quotas.borrows(job.spec.account, needs(job.spec, model))
 
     def models_of(self, job: JobRecord) -> list[str]:
-        return [job.spec.flavor] if job.spec.flavor else self.capacity.models
+        return self.models_of_spec(job.spec)
+
+    def models_of_spec(self, spec: JobSpec) -> list[str]:
+        return [spec.flavor] if spec.flavor else self.capacity.models
 
     def ends_before_reservation(self, job: JobRecord) -> bool:
         """Whether the job's declared runtime ends before the reservation starts: only such

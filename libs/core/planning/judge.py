@@ -95,13 +95,24 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
         cycle.admit(job, placements)
         return True
     stopping = cycle.stopping_for.get(job.job_id, 0)
-    if not stopping:
+    if not (stopping or _once_others_stopped(cycle, job)):
         cycle.holds.append(Hold(job_id=job.job_id, placements=[]))
         return False
     cycle.keep(held, take=True)
     cycle.hold_quota(job, held, take=True)
     cycle.wait(job, position, PREEMPTING, {}, {"stopping": stopping})
     return True
+
+
+def _once_others_stopped(cycle: Cycle, job: JobRecord) -> bool:
+    """Whether a held job whose own victims are gone would start once the jobs still being
+    stopped for others are gone too: its victims were chosen counting them as gone (what
+    quota they give back may be what it waits for), so its hold stands until then."""
+    if not cycle.stopping:
+        return False
+    with cycle.quotas.released(cycle.stopping):
+        models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+    return bool(models) and cycle.capacity.place(*shape_of(job.spec), models) is not None
 
 
 def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refusal:

@@ -230,29 +230,41 @@ def _within_rules(
     if not quotas.active:
         return owed
     jobs, rules = cycle.state.jobs, _rules_of(cycle, spec.account)
-    rank, need = TIER_RANK[spec.tier], spec.total_gpus
+    rank, need, models = TIER_RANK[spec.tier], spec.total_gpus, cycle.models_of_spec(spec)
     kept = []
-    for victim, code in owed:
-        job = jobs[victim.job_id]
-        theirs, account = TIER_RANK[job.spec.tier], job.spec.account
-        sides = None if account == spec.account else quotas.sides(spec.account, account)
-        if account == spec.account:
-            scope = rules.within_account
-        elif sides is None:
-            scope = "any"  # no quota between them: the policy's grounds alone
-        elif quotas.borrowed(sides[1]) <= 0:
-            continue  # its nominal quota is its own
-        elif quotas.borrowed(sides[0]) + need <= 0:  # it is owed what it asks for: reclaiming
-            scope = rules.reclaim_within_cohort
-        else:
-            scope = rules.borrow_within_cohort
-            limit = rules.borrow_max_tier
-            if limit is not None and theirs < TIER_RANK[limit]:
+    borrowing: dict[str, bool] = {}  # account -> whether it borrows: for the victims' order
+    # As things stand once the jobs already being stopped are gone (P4).
+    with quotas.released(cycle.stopping):
+        for victim, code in owed:
+            job = jobs[victim.job_id]
+            theirs, account = TIER_RANK[job.spec.tier], job.spec.account
+            sides = quotas.sides(spec.account, account)
+            if account == spec.account:
+                scope = rules.within_account
+            elif sides is None:
+                scope = "any"  # no quota between them: the policy's grounds alone
+            elif quotas.borrowed(sides[1], sides[2] & cycle.quota_of(job)[1].keys()) <= 0:
+                continue  # its nominal quota is its own
+            elif quotas.borrowed(sides[0], _of_models(sides[2], models)) + need <= 0:
+                scope = rules.reclaim_within_cohort  # it is owed what it asks for: reclaiming
+            else:
+                scope = rules.borrow_within_cohort
+                limit = rules.borrow_max_tier
+                if limit is not None and theirs < TIER_RANK[limit]:
+                    continue
+            if not _in_scope(scope, rank, theirs):
                 continue
-        if _in_scope(scope, rank, theirs):
-            borrowing = quotas.borrows(account, {})
-            kept.append((msgspec.structs.replace(victim, order=victim_order(job, borrowing)), code))
+            if account not in borrowing:
+                borrowing[account] = quotas.borrows(account, {})
+            if borrowing[account]:
+                victim = msgspec.structs.replace(victim, order=victim_order(job, borrowing=True))
+            kept.append((victim, code))
     return kept
+
+
+def _of_models(resources: frozenset[str], models: list[str]) -> list[str]:
+    """Of the GPU resources a cohort shares, those a job on one of ``models`` takes."""
+    return [r for r in resources if r == GPU or r[len(GPU) + 1 :] in models]
 
 
 def _in_scope(scope: PreemptionScope, rank: int, theirs: int) -> bool:
@@ -283,17 +295,22 @@ def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
 
     def allowed(victims: list[Victim], model: str, at_most: bool) -> bool:
         given = list(cycle.stopping)  # gone too by the time this job starts
-        freed: dict[str, tuple[int, int]] = {}  # side -> GPUs freed, the most by one victim
+        # (side, resource) -> what its victims free of it, the most by one victim
+        freed: dict[tuple[str, str], tuple[int, int]] = {}
         for victim in victims:
             account, usage = cycle.quota_of(jobs[victim.job_id])
             given.append((account, usage))
             sides = quotas.sides(spec.account, account)
-            if sides is not None and account != spec.account:
-                total, most = freed.get(sides[1], (0, 0))
-                freed[sides[1]] = (total + usage[GPU], max(most, usage[GPU]))
-        for side, (total, most) in () if at_most else freed.items():
-            if total - most >= quotas.borrowed(side):
-                return False  # its last victim would be stopped once it no longer borrows
+            if sides is not None and account != spec.account and not at_most:
+                for resource in sides[2] & usage.keys():
+                    total, most = freed.get((sides[1], resource), (0, 0))
+                    amount = usage[resource]
+                    freed[sides[1], resource] = (total + amount, max(most, amount))
+        if freed:
+            with quotas.released(cycle.stopping):
+                for (side, resource), (total, most) in freed.items():
+                    if total - most >= quotas.borrowed(side, (resource,)):
+                        return False  # its last victim would be stopped once it no longer borrows
         with quotas.released(given):
             return quotas.check(spec, model if quotas.by_model else None) is None
 
