@@ -45,15 +45,17 @@ def choose(
     """The cheapest victims whose GPUs, with what is free, place the job where ``allowed``
     says it would be admitted; and where it would go then. ``capacity`` is left as it was."""
     pool = list(victims)  # victims on unschedulable nodes are skipped as their nodes are
-    if allowed is not None:  # the models its quota would refuse even with all of them gone
+    if allowed is not None:  # not the models its quota would refuse with all of them gone
         models = [model for model in models if allowed(pool, model, True)]
-    if _placed_with(capacity, spec, models, pool) is None:
-        return None  # not even with every one of them stopped: stopping any loses work for nothing
+        if not models:
+            return None  # stopping any of them would lose work for nothing
     if spec.workers == 1 or spec.topology in ("nvlink", "node"):
         found = _on_one_node(capacity, spec, models, pool, allowed)
         if found is not None or allowed is None:
             return found
         # It may be quota it lacks, not room: then the victims need not be where it goes.
+    if _placed_with(capacity, spec, models, pool) is None:
+        return None  # not even with every one of them stopped: no use trying them one by one
     return _spread(capacity, spec, models, pool, allowed)
 
 

@@ -111,6 +111,7 @@ class Cycle:
         # The quota of the jobs being stopped for holds, those of earlier plans and those
         # this cycle picks: what is given back before the held jobs start.
         self.stopping: list[tuple[str, Usage]] = []
+        self._quota_of: dict[str, tuple[str, Usage]] = {}  # running jobs do not change
         for job_id in state.holders if state.holds else ():  # jobs stop only for holds
             chosen = state.jobs[job_id].preemption
             if chosen is not None and "for" in chosen.params:
@@ -178,9 +179,13 @@ class Cycle:
 
     def quota_of(self, job: JobRecord) -> tuple[str, Usage]:
         """What a running job holds of its account's quota."""
-        gpus = sum(len(g) for g in job.placements.values())
-        node = self.state.nodes.get(next(iter(job.placements))) if job.placements else None
-        return job.spec.account, needs(job.spec, model_of(node) if node else None, gpus)
+        known = self._quota_of.get(job.job_id)
+        if known is None:
+            gpus = sum(len(g) for g in job.placements.values())
+            node = self.state.nodes.get(next(iter(job.placements))) if job.placements else None
+            usage = needs(job.spec, model_of(node) if node else None, gpus)
+            known = self._quota_of[job.job_id] = (job.spec.account, usage)
+        return known
 
     def hold_quota(self, job: JobRecord, placements: list[Placement], take: bool) -> None:
         """Count (or stop counting) the quota a held job will use once it starts there."""

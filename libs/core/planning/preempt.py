@@ -232,34 +232,45 @@ def _within_rules(
     jobs, rules = cycle.state.jobs, _rules_of(cycle, spec.account)
     rank, need, models = TIER_RANK[spec.tier], spec.total_gpus, cycle.models_of_spec(spec)
     kept = []
-    borrowing: dict[str, bool] = {}  # account -> whether it borrows: for the victims' order
+    # (account, what its job holds) -> the rule that lets this job stop it (None: none),
+    # whether that rule caps the tier, and whether the account borrows
+    judged: dict[tuple[str, frozenset[str]], tuple[PreemptionScope | None, bool, bool]] = {}
+    limit = rules.borrow_max_tier
     # As things stand once the jobs already being stopped are gone (P4).
     with quotas.released(cycle.stopping):
         for victim, code in owed:
             job = jobs[victim.job_id]
-            theirs, account = TIER_RANK[job.spec.tier], job.spec.account
-            sides = quotas.sides(spec.account, account)
-            if account == spec.account:
-                scope = rules.within_account
-            elif sides is None:
-                scope = "any"  # no quota between them: the policy's grounds alone
-            elif quotas.borrowed(sides[1], sides[2] & cycle.quota_of(job)[1].keys()) <= 0:
-                continue  # its nominal quota is its own
-            elif quotas.borrowed(sides[0], _of_models(sides[2], models)) + need <= 0:
-                scope = rules.reclaim_within_cohort  # it is owed what it asks for: reclaiming
-            else:
-                scope = rules.borrow_within_cohort
-                limit = rules.borrow_max_tier
-                if limit is not None and theirs < TIER_RANK[limit]:
-                    continue
-            if not _in_scope(scope, rank, theirs):
+            account = job.spec.account
+            # What it holds matters only by kind: GPUs of a model only where quotas name one.
+            key = (account, frozenset(cycle.quota_of(job)[1]) if quotas.by_model else _GPUS)
+            if key not in judged:
+                scope: PreemptionScope | None
+                capped = False
+                sides = quotas.sides(spec.account, account)
+                if account == spec.account:
+                    scope = rules.within_account
+                elif sides is None:
+                    scope = "any"  # no quota between them: the policy's grounds alone
+                elif quotas.borrowed(sides[1], sides[2] & key[1]) <= 0:
+                    scope = None  # its nominal quota is its own
+                elif quotas.borrowed(sides[0], _of_models(sides[2], models)) + need <= 0:
+                    scope = rules.reclaim_within_cohort  # it is owed what it asks: reclaiming
+                else:
+                    scope, capped = rules.borrow_within_cohort, limit is not None
+                judged[key] = (scope, capped, quotas.borrows(account, {}))
+            scope, capped, borrowing = judged[key]
+            theirs = TIER_RANK[job.spec.tier]
+            if scope is None or not _in_scope(scope, rank, theirs):
                 continue
-            if account not in borrowing:
-                borrowing[account] = quotas.borrows(account, {})
-            if borrowing[account]:
+            if capped and limit is not None and theirs < TIER_RANK[limit]:
+                continue
+            if borrowing:
                 victim = msgspec.structs.replace(victim, order=victim_order(job, borrowing=True))
             kept.append((victim, code))
     return kept
+
+
+_GPUS = frozenset((GPU,))
 
 
 def _of_models(resources: frozenset[str], models: list[str]) -> list[str]:
@@ -294,6 +305,9 @@ def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
     jobs = cycle.state.jobs
 
     def allowed(victims: list[Victim], model: str, at_most: bool) -> bool:
+        on = model if quotas.by_model else None
+        if at_most and quotas.check(spec, on) is None:
+            return True  # admitted as things are: victims gone only give quota back
         given = list(cycle.stopping)  # gone too by the time this job starts
         # (side, resource) -> what its victims free of it, the most by one victim
         freed: dict[tuple[str, str], tuple[int, int]] = {}
@@ -312,7 +326,7 @@ def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
                     if total - most >= quotas.borrowed(side, (resource,)):
                         return False  # its last victim would be stopped once it no longer borrows
         with quotas.released(given):
-            return quotas.check(spec, model if quotas.by_model else None) is None
+            return quotas.check(spec, on) is None
 
     return allowed
 
