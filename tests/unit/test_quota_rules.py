@@ -110,6 +110,25 @@ def test_own_quota_first_counts_quotas_of_a_gpu_model() -> None:
     assert admitted(plan(state, NOW, KUEUE)) == ["b-own"]
 
 
+def test_work_put_back_for_borrowing_keeps_its_place_ahead_of_the_reservation() -> None:
+    state = fold(
+        b.node("n1", 8),
+        account("a", quota={"gpu": 2}),
+        account("b", quota={"gpu": 6}),
+        account("c", quota={"gpu": 0}),
+        *running("a-running", "n1", [0, 1], account="a", max_runtime_ns=2 * HOUR),
+        *running("c-running", "n1", [2, 3, 4, 5], account="c", max_runtime_ns=3 * HOUR),
+        b.submitted("a-borrows", 1, account="a", at=NOW),  # would borrow; first in the queue
+        b.submitted("b-own", 4, account="b", at=NOW + 1),  # within its quota, short of room
+    )
+    decided = plan(state, NOW, msgspec.structs.replace(KUEUE, backfill=True))
+    # b-own is reserved for, and the two free GPUs set aside for it; a-borrows, ahead of
+    # it in the queue, still starts on one of them, as it would have, looked at first.
+    assert admitted(decided) == ["a-borrows"]
+    assert decided.reservation is not None
+    assert decided.reservation.job_id == "b-own"
+
+
 # 2. Reclaiming lent quota when the cohort has a quota of its own
 
 

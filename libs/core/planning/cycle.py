@@ -102,6 +102,7 @@ class Cycle:
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
+        self.reserved_at = 0  # the reservation's job's position in the queue
         # The releases as of how many admissions, and whether they depend on ``now``.
         self.releases: tuple[int, Releases] = (-1, [])
         self.releases_timed = False

@@ -35,15 +35,19 @@ def consider(
     job: JobRecord,
     position: int,
     borrowing: list[tuple[int, JobRecord]] | None = None,
+    put_back: bool = False,
 ) -> None:
     """Admit the job, or tell it why it waits. With ``borrowing``: a job that would start
     but would borrow quota is put there instead, to be considered again once the jobs
     within their quota have been (own quota first, as Kueue does; a job short of room is
-    told so, and may be reserved for, in its place)."""
+    told so, and may be reserved for, in its place). A job ``put_back`` that comes before
+    the reservation's job in the queue may take the GPUs set aside for it, as it would
+    have, looked at first."""
     held = cycle.state.holds.get(job.job_id)
     if held is not None and _consider_held(cycle, job, position, held):
         return
-    found, fresh = verdict(cycle, job, cycle.ends_before_reservation(job))
+    ahead = put_back and cycle.reservation is not None and position < cycle.reserved_at
+    found, fresh = verdict(cycle, job, ahead or cycle.ends_before_reservation(job))
     if isinstance(found, list):
         if borrowing is not None and cycle.borrows(job, found):
             borrowing.append((position, job))
@@ -52,6 +56,7 @@ def consider(
     code, params, detail = found
     if fresh and code in SHORT_OF_ROOM and may_reserve(cycle):
         reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
+        cycle.reserved_at = position
         if cycle.reservation is not None:
             detail = {**detail, "estimated_start": cycle.reservation.starts_at}
     cycle.wait(job, position, code, params, detail)

@@ -160,7 +160,7 @@ def _position(queued: tuple[int, JobRecord]) -> int:
 def _consider_all(cycle: Cycle, jobs: list[tuple[int, JobRecord]]) -> None:
     """The jobs that would borrow, after the rest: they start where room is left."""
     for position, job in jobs:
-        consider(cycle, job, position)
+        consider(cycle, job, position, put_back=True)
 
 
 def _decided(cycle: Cycle, whole_queue: bool) -> Plan:
