@@ -575,3 +575,28 @@ def test_a_change_feed_tells_what_changed_since_until_it_no_longer_keeps_it() ->
     assert feed.since(start) is None  # a reader that far behind reads everything again
     assert feed.since(last) == ["y"]
     assert feed.since(feed.end + 1) is None  # not a position of this feed
+
+
+def test_jobs_passed_on_the_way_to_a_held_job_may_still_preempt() -> None:
+    state = fold(
+        b.node("n1", 4),
+        *running("old-be", "n1", [0, 1], tier="best-effort"),
+        *running("other-be", "n1", [2, 3], tier="best-effort"),
+        b.submitted("held", 2, tier="batch", at=NOW - HOUR),
+    )
+    first = plan(state, NOW, DEFAULT_POLICY)
+    [(victim, ground)] = [(p.job_id, p.params["for"]) for p in first.preemptions]
+    assert ground == "held"
+    [other] = {"old-be", "other-be"} - {victim}
+    apply(
+        state,
+        state.seq + 1,
+        msgspec.structs.replace(b.plan(), preemptions=first.preemptions, holds=first.holds),
+    )
+    apply(state, state.seq + 1, b.submitted("urgent", 2, tier="interactive", at=NOW))
+    # No GPU is free and "held" waits for its victim: the cycle looks on past "urgent" to it,
+    # and "urgent" still stops what it may, as a cycle over the whole queue decides.
+    decided = plan(state, NOW + S, DEFAULT_POLICY)
+    assert [(p.job_id, p.params["for"]) for p in decided.preemptions] == [(other, "urgent")]
+    whole = plan(state, NOW + S, DEFAULT_POLICY, whole_queue=True)
+    assert whole.preemptions == decided.preemptions

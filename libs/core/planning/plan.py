@@ -129,14 +129,16 @@ def _judge_in_order(
     unseen_holds = len(state.holds)
     blocked = False
     borrowing: list[tuple[int, JobRecord]] = []  # put back by ``consider``
+    passed: list[tuple[int, JobRecord]] = []  # not reached, on the way to a held job
     for position, job in queued:
         held = job.job_id in state.holds
         unseen_holds -= held
         beyond = position > depth or blocked or cycle.no_room()
         if beyond and not (whole_queue or held):
             if unseen_holds:
+                passed.append((position, job))
                 continue  # a job others are stopped for may still start on its GPUs
-            unreached = itertools.chain([(position, job)], queued)
+            unreached = itertools.chain(passed, [(position, job)], queued)
             if cycle.no_room():
                 # Nothing can start: the work that would borrow is left unreached with the
                 # rest, in queue order, rather than told why before work within its quota.
@@ -150,7 +152,7 @@ def _judge_in_order(
         consider(cycle, job, position, None if strict else borrowing)
         blocked = strict and len(cycle.admitted) == admitted
     _consider_all(cycle, borrowing)
-    return queued, blocked
+    return iter(passed), blocked
 
 
 def _position(queued: tuple[int, JobRecord]) -> int:
