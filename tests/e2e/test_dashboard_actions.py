@@ -51,7 +51,8 @@ async def test_a_signed_in_user_reads_output_and_cancels_only_what_they_may(
             job_id = str((await as_alice.submit(
                 JobSpec(account="lab/vision", gpus=1, name="talks", command=TALKS)
             )).job_id)  # fmt: skip
-        await until(operator, lambda s: running(s, job_id))
+        state = await until(operator, lambda s: running(s, job_id))
+        [node_id] = state.jobs[job_id].placements  # either node: they are alike
         job_page = stack.dashboard_url + "jobs/" + job_id
 
         # Bob may read the page, as everyone may, but neither its output nor its cancel. He
@@ -75,7 +76,7 @@ async def test_a_signed_in_user_reads_output_and_cancels_only_what_they_may(
 
         # Alice, who submitted it, reads its output as it is written, and cancels it.
         await sign_in(page, job_page, alice)
-        shown = page.locator('#output pre[data-node="node-1"]')
+        shown = page.locator(f'#output pre[data-node="{node_id}"]')
         await expect(shown).to_contain_text("step 3")
         await expect(shown).to_contain_text("step 6")  # more, without a reload
         await shot(page, "job-signed-in", whole=True)

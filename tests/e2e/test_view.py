@@ -30,8 +30,10 @@ async def test_allot_queue_is_the_planners_order_under_its_own_settings(tmp_path
         )
         assert holder.job_id is not None
         await until(client, lambda s: running(s, str(holder.job_id)))
-        # Fair share (the default) would put a-team's job first: the account sorts first.
-        first = await client.submit(JobSpec(account="z-team", gpus=2, command=["true"]))
+        # The default policy would put the batch job before the best-effort one.
+        first = await client.submit(
+            JobSpec(account="z-team", gpus=2, command=["true"], tier="best-effort")
+        )
         second = await client.submit(JobSpec(account="a-team", gpus=2, command=["true"]))
         state = await until(client, lambda s: waiting(s, str(first.job_id), str(second.job_id)))
 
