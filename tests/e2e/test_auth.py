@@ -49,6 +49,7 @@ async def as_user(stack: Stack, name: str) -> AsyncClient:
     return await AsyncClient.connect(stack.url, load(path))
 
 
+@pytest.mark.slow
 async def test_without_an_identity_nothing_connects(stack: Stack) -> None:
     with pytest.raises((nats.errors.NoServersError, nats.errors.Error, TimeoutError)):
         await asyncio.wait_for(
@@ -56,6 +57,7 @@ async def test_without_an_identity_nothing_connects(stack: Stack) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_the_cli_says_plainly_that_an_identity_is_not_admitted(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from allot.client import exitcodes
 
 
@@ -72,6 +74,7 @@ def test_allot_up_runs_a_job_and_stops_everything_on_ctrl_c(tmp_path: Path) -> N
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_allot_up_json_announces_where_it_runs(tmp_path: Path) -> None:
     env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
     up = subprocess.Popen(

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ALLOT = [sys.executable, "-m", "allot.client.cli"]
 
 
+@pytest.mark.slow
 def test_allot_up_on_a_nats_cluster_runs_jobs_and_admits_a_user_on_every_member(
     tmp_path: Path,
 ) -> None:

@@ -4,6 +4,8 @@ each still answers, replay agrees with every plan the live planner made, and wor
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from allot.client import AsyncClient
 from allot.client.stack import Stack
 from allot.core import JobStatus
@@ -16,6 +18,7 @@ from tests.stack import cli, python
 MESSAGES = 10_000
 
 
+@pytest.mark.slow
 async def test_ten_thousand_hostile_events_stop_nothing(stack: Stack, client: AsyncClient) -> None:
     everyone = alive(stack)
     # Plans are left out: the planner's own are what replay must verify, and a forged one

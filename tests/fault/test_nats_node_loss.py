@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import nats.errors
+import pytest
 
 from allot.bus.cluster import NatsCluster
 from allot.bus.identity import load
@@ -30,6 +31,7 @@ async def holds(reader: AsyncClient, job_id: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 async def test_the_stack_schedules_on_when_the_logs_leader_dies(tmp_path: Path) -> None:
     nodes = [NodeShape(node_id="node-1", gpus=2)]
     stack = Stack(

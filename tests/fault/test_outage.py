@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from allot.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
@@ -74,6 +75,7 @@ async def assert_nothing_lost(client: AsyncClient, pids: Pids) -> None:
         assert all(alive(pid) for pid in started_on.values())
 
 
+@pytest.mark.slow
 async def test_a_nats_outage_longer_than_the_node_timeout_loses_no_node_and_kills_no_job(
     tmp_path: Path,
 ) -> None:
@@ -106,6 +108,7 @@ async def test_a_nats_outage_longer_than_the_node_timeout_loses_no_node_and_kill
             assert alive(pids[on_node_2[1]]["node-2"])
 
 
+@pytest.mark.slow
 async def test_every_node_falling_silent_together_loses_no_node(tmp_path: Path) -> None:
     async with busy_cluster(tmp_path) as (stack, pids):
         agents = [stack.children[n].process for n in NODES]
@@ -122,6 +125,7 @@ async def test_every_node_falling_silent_together_loses_no_node(tmp_path: Path) 
             await assert_nothing_lost(client, pids)
 
 
+@pytest.mark.slow
 async def test_telemetry_frozen_past_the_node_timeout_loses_no_node(tmp_path: Path) -> None:
     """One node, so no silence of many nodes together holds the loss off: telemetry itself
     stops (a paused process, a stalled event loop) and the heartbeats of that time wait

@@ -109,6 +109,7 @@ def test_a_terminal_signal_stops_allot_up_in_order_without_restarting_anything(
     assert "restarting" not in stderr
 
 
+@pytest.mark.slow
 async def test_a_crash_looping_service_is_restarted_with_growing_delays(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

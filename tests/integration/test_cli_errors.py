@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import nats
+import pytest
 from nats.aio.msg import Msg
 
 from allot.bus import EmbeddedNats
@@ -129,6 +130,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert done.returncode == exitcodes.BROKEN_PIPE
 
 
+@pytest.mark.slow
 async def test_a_command_nobody_replies_to_in_time_names_the_service(
     tmp_path: Path, nats_server: EmbeddedNats
 ) -> None:

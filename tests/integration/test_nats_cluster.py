@@ -171,6 +171,7 @@ async def writers_on_and_off(cluster: NatsCluster, server_name: str) -> list[Eve
     raise AssertionError("no connection came to each side")
 
 
+@pytest.mark.slow
 async def test_losing_the_streams_leader_under_load_loses_and_duplicates_nothing(
     tmp_path: Path,
 ) -> None:
@@ -243,6 +244,7 @@ async def test_losing_the_streams_leader_under_load_loses_and_duplicates_nothing
         assert f"{len(records)} events folded" in verified.stdout
 
 
+@pytest.mark.slow
 async def test_a_follower_reads_on_when_the_streams_leader_dies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,6 +333,7 @@ async def test_deploy_init_makes_the_log_and_the_users_mirror_at_three_replicas(
         assert (log.config.num_replicas, mirror.config.num_replicas) == (3, 3)
 
 
+@pytest.mark.slow
 async def test_a_cluster_started_again_on_its_stores_has_its_log(tmp_path: Path) -> None:
     """`allot up --nats-cluster 3` again: new ports, the same stores and server names."""
     async with NatsCluster(tmp_path / "nats", 3) as cluster:
@@ -395,6 +398,7 @@ async def test_a_cancel_whose_answer_was_lost_is_not_reported_as_refused_when_se
     assert len(asked) == 3
 
 
+@pytest.mark.slow
 async def test_a_service_connecting_while_the_log_has_no_leader_waits_for_one(
     tmp_path: Path,
 ) -> None:

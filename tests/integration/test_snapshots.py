@@ -43,6 +43,7 @@ async def test_a_snapshot_is_read_back_whole_and_replaced_by_the_next(
     assert info.state.messages == 2  # the first one's chunks are gone: one chunk, one meta
 
 
+@pytest.mark.slow
 async def test_only_the_planner_writes_snapshots_and_every_service_reads_them(
     tmp_path: Path,
 ) -> None:

@@ -637,5 +637,6 @@ def test_the_read_model_answers_as_the_whole_log_folded(data: st.DataObject) -> 
 @settings(
     max_examples=600, deadline=None, phases=PHASES, suppress_health_check=[HealthCheck.too_slow]
 )
+@pytest.mark.slow
 def test_the_read_model_answers_as_the_whole_log_folded_long(data: st.DataObject) -> None:
     check_logs(data, 120)
