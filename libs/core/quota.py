@@ -180,15 +180,12 @@ class QuotaBook:
             return False
         nothing: Usage = {}
         for path, parent, _ in self._path(account):
-            managed = self._managed.get(parent)
-            if not managed:
-                continue
+            managed = self._managed.get(parent, frozenset())
             settings = self._settings.get(path)
             quota = settings.quota if settings is not None else nothing
             used = self._used.get(path, nothing)
-            for resource in managed:
-                more = wanted.get(resource, 0)
-                if used.get(resource, 0) + more > quota.get(resource, 0) and (more or not wanted):
+            for resource in managed & wanted.keys() if wanted else managed:
+                if used.get(resource, 0) + wanted.get(resource, 0) > quota.get(resource, 0):
                     return True
         return False
 

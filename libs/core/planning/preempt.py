@@ -233,9 +233,11 @@ def _within_rules(
     rank, need, models = TIER_RANK[spec.tier], spec.total_gpus, cycle.models_of_spec(spec)
     kept = []
     # (account, what its job holds) -> the rule that lets this job stop it (None: none),
-    # whether that rule caps the tier, and whether the account borrows
-    judged: dict[tuple[str, frozenset[str]], tuple[PreemptionScope | None, bool, bool]] = {}
+    # the most urgent tier that rule lets it stop (an index into TIERS), and whether the
+    # account borrows
+    judged: dict[tuple[str, frozenset[str]], tuple[PreemptionScope | None, int, bool]] = {}
     limit = rules.borrow_max_tier
+    borrowing_cap = 0 if limit is None else TIER_RANK[limit]
     # As things stand once the jobs already being stopped are gone (P4).
     with quotas.released(cycle.stopping):
         for victim, code in owed:
@@ -245,7 +247,7 @@ def _within_rules(
             key = (account, frozenset(cycle.quota_of(job)[1]) if quotas.by_model else _GPUS)
             if key not in judged:
                 scope: PreemptionScope | None
-                capped = False
+                cap = 0
                 sides = quotas.sides(spec.account, account)
                 if account == spec.account:
                     scope = rules.within_account
@@ -256,13 +258,11 @@ def _within_rules(
                 elif quotas.borrowed(sides[0], _of_models(sides[2], models)) + need <= 0:
                     scope = rules.reclaim_within_cohort  # it is owed what it asks: reclaiming
                 else:
-                    scope, capped = rules.borrow_within_cohort, limit is not None
-                judged[key] = (scope, capped, quotas.borrows(account, {}))
-            scope, capped, borrowing = judged[key]
+                    scope, cap = rules.borrow_within_cohort, borrowing_cap
+                judged[key] = (scope, cap, quotas.borrows(account, {}))
+            scope, cap, borrowing = judged[key]
             theirs = TIER_RANK[job.spec.tier]
-            if scope is None or not _in_scope(scope, rank, theirs):
-                continue
-            if capped and limit is not None and theirs < TIER_RANK[limit]:
+            if scope is None or theirs < cap or not _in_scope(scope, rank, theirs):
                 continue
             if borrowing:
                 victim = msgspec.structs.replace(victim, order=victim_order(job, borrowing=True))
