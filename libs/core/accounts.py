@@ -35,6 +35,12 @@ MAX_MEMBERS: Final = 1_000  # names in an account's members, and in its admins
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
 
 
+def _shortened(message: str, most: int = 400) -> str:
+    """A message that may quote the value it refuses (msgspec's do), cut to a length a reply
+    can carry for every field of a big tree."""
+    return message if len(message) <= most else message[: most - 1] + "…"
+
+
 def _choices(kind: object) -> list[str]:
     """The words a field typed as a ``Literal`` (or one or None) takes."""
     if typing.get_origin(kind) is Literal:
@@ -79,7 +85,7 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
             FieldError(
                 field=f"accounts.{path[:200]}.{field}".rstrip("."),
                 value=str(value)[:200],  # enough to recognise it; a reply need not echo more
-                message=message,
+                message=_shortened(message),
             )
         )
 
@@ -102,6 +108,7 @@ def read_tree(raw: Mapping[str, Any]) -> tuple[dict[str, AccountSettings], list[
             settings = msgspec.convert(fields, AccountSettings)
         except msgspec.ValidationError as error:
             field, message = _where(error)
+            message = _shortened(message, 200)  # it may quote the value, however long
             if field in _CHOICES:
                 message = f"{message}: one of {_CHOICES[field]}"
             bad(path, field, _lookup(entry, field), message)

@@ -242,3 +242,14 @@ def test_removing_a_tree_of_thousands_of_busy_accounts_is_refused_in_short_words
         "cannot remove it: pending or running jobs in lab/t00000, lab/t00001, lab/t00002, "
         "lab/t00003, lab/t00004 and 9995 more accounts"
     )
+
+
+def test_a_huge_bad_value_is_named_without_being_echoed_whole() -> None:
+    tree, errors = read_tree({"lab": {"preemption": {"within_account": "x" * 100_000}}})
+    assert tree == {}
+    [error] = errors
+    assert error.field == "accounts.lab.preemption.within_account"
+    assert len(error.value) <= 200
+    assert len(error.message) <= 400
+    assert error.message.startswith("Invalid enum value 'xxx")
+    assert error.message.endswith("one of 'never', 'lower-tier', 'any'")
