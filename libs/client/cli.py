@@ -862,6 +862,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run several policies side by side: names and files, e.g. allot,./mine.toml",
     )
     sim.add_argument("--seed", type=int, default=1, help="for what the trace does not say")
+    sim.add_argument(
+        "--fill",
+        choices=("default", "ai2"),
+        default="default",
+        help="what jobs declare where the trace does not say: default (no minimum runtime), "
+        "or ai2 (every job declares a minimum runtime of at most 8 h, the Ai2 contract)",
+    )
     sim.add_argument("--limit", type=int, help="only the first N jobs")
     sim.add_argument("--json", metavar="OUT", help="also write the metrics as JSON to OUT")
     sim.add_argument("--report", metavar="DIR", help="write an HTML report with PNG plots")

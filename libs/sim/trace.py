@@ -14,6 +14,13 @@ printed with the results, because a simulation is only as honest as what it assu
 - ``resumable``: a seeded share of the batch jobs checkpoint, every
   ``checkpoint_interval_s``.
 - ``max_runtime_s``: the duration rounded up to whole hours, as users declare it.
+- ``min_runtime_s``: 0 (no job asks for protection), unless the fill is the Ai2 runtime
+  contract (``Fill.min_runtimes``, R13): then every job declares one, in whole hours and at
+  most 8 h, like its maximum. A job that cannot resume loses all its work when stopped, so
+  it asks to be protected for all of it: its maximum runtime, capped. A job that can
+  resume needs protection only long enough to make progress past a restart, and the
+  longer it asks for the more of its budget funding it takes: it asks for a seeded whole
+  number of hours from 1 to that cap, drawn uniformly.
 
 Node failures, where a trace has them, are outages of the simulated cluster's nodes: a
 canonical node-events CSV (``node,down_s[,up_s]``: the node's index in the cluster from 0,
@@ -83,14 +90,23 @@ class Fill(msgspec.Struct, frozen=True, kw_only=True):
     debug_s: float = 15 * 60
     resumable_share: float = 0.6
     checkpoint_interval_s: float = 30 * 60
+    min_runtimes: bool = False  # every job declares a minimum runtime (the Ai2 contract)
+    min_runtime_cap_s: float = 8 * HOUR_S  # the most it may declare (R13)
 
     def describe(self) -> str:
-        return (
+        described = (
             f"filled (seed {self.seed}): jobs of <= {self.debug_gpus} GPUs running <= "
             f"{self.debug_s / 60:g} min are interactive; {self.resumable_share:.0%} of batch "
             f"jobs resumable, checkpointing every {self.checkpoint_interval_s / 60:g} min; "
             f"max_runtime = duration rounded up to the hour"
         )
+        if self.min_runtimes:
+            cap = f"{self.min_runtime_cap_s / HOUR_S:g} h"
+            described += (
+                f"; min_runtime = max_runtime capped at {cap} for jobs that cannot resume, "
+                f"a seeded whole number of hours from 1 to that for jobs that can"
+            )
+        return described
 
 
 class TraceError(Exception):
@@ -100,6 +116,9 @@ class TraceError(Exception):
 def filled(jobs: Iterable[TraceJob], fill: Fill) -> list[TraceJob]:
     """The jobs sorted by submission (then id), every optional column given a value."""
     rng = random.Random(fill.seed)
+    # Minimum runtimes draw from a stream of their own: filling them leaves every other
+    # column's draws, and so every run without them, as it was.
+    contract = random.Random(f"{fill.seed}/min_runtime")
     out = []
     for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
         debug = job.gpus * job.workers <= fill.debug_gpus and job.duration_s <= fill.debug_s
@@ -111,18 +130,31 @@ def filled(jobs: Iterable[TraceJob], fill: Fill) -> list[TraceJob]:
             else (tier != "interactive" and draw < fill.resumable_share)
         )
         hours = max(1, -(-int(job.duration_s) // HOUR_S))
+        max_runtime_s = job.max_runtime_s or float(hours * HOUR_S)
+        min_runtime_s = job.min_runtime_s
+        if fill.min_runtimes:
+            asked = _min_runtime(max_runtime_s, resumable, contract.random(), fill)
+            min_runtime_s = asked if min_runtime_s is None else min_runtime_s
         out.append(
             msgspec.structs.replace(
                 job,
                 tier=tier,
                 resumable=resumable,
-                min_runtime_s=job.min_runtime_s if job.min_runtime_s is not None else 0.0,
-                max_runtime_s=job.max_runtime_s or float(hours * HOUR_S),
+                min_runtime_s=min_runtime_s if min_runtime_s is not None else 0.0,
+                max_runtime_s=max_runtime_s,
                 checkpoint_interval_s=job.checkpoint_interval_s
                 or (fill.checkpoint_interval_s if resumable else None),
             )
         )
     return out
+
+
+def _min_runtime(max_runtime_s: float, resumable: bool, draw: float, fill: Fill) -> float:
+    """What a job declares under the Ai2 contract (see the module docstring): never more
+    than its own maximum runtime, which intake would refuse."""
+    cap_h = max(1, int(min(max_runtime_s, fill.min_runtime_cap_s) // HOUR_S))
+    hours = 1 + int(draw * cap_h) if resumable else cap_h
+    return min(float(hours * HOUR_S), max_runtime_s)
 
 
 def load(path: Path, fmt: str) -> list[TraceJob]:
