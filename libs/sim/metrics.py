@@ -15,6 +15,26 @@
 - ``node_failures``: runs cut off by a failed node; ``lost_gpu_hours_to_failures``: the work
   they lost. While nodes are down (``down``), the GPUs available, to use and to owe, are
   fewer.
+
+Where accounts have budgets of GPU time (R8, the Ai2 model), per budget and only then:
+
+- ``owed``, hour by hour: the budget's rate (its GPU time per period, spread evenly over
+  the period) capped at the demand of the budget's account and all accounts below it in
+  that hour (the GPUs their jobs wanted, waiting or running): "the allocation capped hour
+  by hour at the team's actual demand". Nodes that are down change nothing: a grant is
+  GPU time, not a part of the cluster.
+- ``delivered``: the GPU time its jobs ran over the whole run, funded or not (what the
+  team got, as Ai2 counts it: its unfunded jobs were a part of what was delivered);
+  ``funded_gpu_hours`` is the part that ran funded. Summed over the run, not capped hour by
+  hour: a budget is GPU time per period, which a team may spend unevenly within it.
+- ``budget_owed_delivered_overall``: over all budgets, delivered (each budget's capped at
+  what it was owed, so that one over-served budget hides no other's deficit) over owed;
+  ``budget_owed_delivered_min``: the worst budget's delivered over owed, uncapped
+  (``budget_least_served`` names it).
+- ``unfunded_share``: the GPU time of unfunded runs over all GPU time run, cluster-wide.
+- ``funded_stops_inside_min_runtime``: stops asked of a funded run that had run less than
+  its minimum runtime. Funded work is protected for its minimum runtime, so anything but 0
+  is a bug in the planner.
 """
 
 import hashlib
@@ -41,6 +61,14 @@ class JobOutcome(msgspec.Struct, kw_only=True):
     lost_gpu_s: float = 0.0  # to preemptions
     failures: int = 0  # runs cut off by a failed node
     failure_lost_gpu_s: float = 0.0
+    # Added with budgets; left out of the decisions digest while unset, so runs without
+    # budgets keep the digests they always had.
+    funded_runs: list[tuple[float, float]] = []  # those of ``runs`` admitted funded
+    funded_stops_inside_min_runtime: int = 0
+
+
+# JobOutcome's fields left out of ``decisions_digest`` while they hold their default.
+_DIGESTED_ONCE_SET = ("funded_runs", "funded_stops_inside_min_runtime")
 
 
 def decisions_digest(outcomes: Iterable[JobOutcome]) -> str:
@@ -48,7 +76,17 @@ def decisions_digest(outcomes: Iterable[JobOutcome]) -> str:
     trace decided alike exactly when their digests are equal (how a change that must not
     change a decision is checked on whole traces)."""
     ordered = sorted(outcomes, key=lambda o: o.job_id)
-    return hashlib.sha256(msgspec.json.encode(ordered)).hexdigest()
+    return hashlib.sha256(msgspec.json.encode([_digested(o) for o in ordered])).hexdigest()
+
+
+def _digested(outcome: JobOutcome) -> dict[str, Any]:
+    """The outcome's fields as it encodes them (in their order), less those of
+    ``_DIGESTED_ONCE_SET`` that are unset."""
+    fields = msgspec.structs.asdict(outcome)
+    for name in _DIGESTED_ONCE_SET:
+        if not fields[name]:
+            del fields[name]
+    return fields
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -67,10 +105,12 @@ def compute(
     shares: dict[str, float] | None = None,
     wall_s: float = 0.0,
     down: list[tuple[float, float, int]] | None = None,
+    budgets: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Every metric for one run ending at ``end_s`` on ``gpus`` GPUs, of which those of
     ``down`` were not there: (from, until, GPUs) for each node while it was down within
-    the run."""
+    the run. ``budgets``: account -> the GPU-seconds per hour its budget grants; with
+    them, the budget metrics too."""
     accounts = sorted({o.account for o in outcomes})
     weights = {a: (shares or {}).get(a, 1.0) for a in accounts}
     down = down or []
@@ -119,7 +159,54 @@ def compute(
         }
         for a in accounts
     }
+    if budgets:
+        result.update(budget_metrics(outcomes, end_s, budgets))
     return result
+
+
+def budget_metrics(
+    outcomes: list[JobOutcome], end_s: float, budgets: dict[str, float]
+) -> dict[str, Any]:
+    """The budget metrics of the module docstring; ``budgets``: account -> GPU-seconds
+    per hour."""
+    demand = _demand(outcomes, end_s)
+    per_budget = {}
+    for path, rate in sorted(budgets.items()):
+        below = {o.account for o in outcomes if _under(o.account, path)}
+        owed = 0.0
+        for hour, wanted in demand.items():
+            lasted = min(end_s, (hour + 1) * HOUR_S) - hour * HOUR_S  # of the hour, in the run
+            owed += min(rate * lasted / HOUR_S, sum(wanted.get(a, 0.0) for a in below))
+        theirs = [o for o in outcomes if o.account in below]
+        delivered = sum(_gpu_s(o, o.runs, end_s) for o in theirs)
+        per_budget[path] = {
+            "owed_gpu_hours": owed / HOUR_S,
+            "delivered_gpu_hours": delivered / HOUR_S,
+            "funded_gpu_hours": sum(_gpu_s(o, o.funded_runs, end_s) for o in theirs) / HOUR_S,
+            "owed_delivered": delivered / owed if owed else 1.0,
+        }
+    owed_all = sum(b["owed_gpu_hours"] for b in per_budget.values())
+    kept = sum(min(b["delivered_gpu_hours"], b["owed_gpu_hours"]) for b in per_budget.values())
+    least = min(per_budget, key=lambda p: (per_budget[p]["owed_delivered"], p))
+    ran = sum(_gpu_s(o, o.runs, end_s) for o in outcomes)
+    funded = sum(_gpu_s(o, o.funded_runs, end_s) for o in outcomes)
+    return {
+        "budget_owed_delivered_overall": kept / owed_all if owed_all else 1.0,
+        "budget_owed_delivered_min": per_budget[least]["owed_delivered"],
+        "budget_least_served": least,
+        "unfunded_share": (ran - funded) / ran if ran else 0.0,
+        "funded_stops_inside_min_runtime": sum(o.funded_stops_inside_min_runtime for o in outcomes),
+        "per_budget": per_budget,
+    }
+
+
+def _under(account: str, path: str) -> bool:
+    """Whether ``account`` is ``path`` or below it: what a budget of ``path`` covers."""
+    return account == path or account.startswith(path + "/")
+
+
+def _gpu_s(outcome: JobOutcome, runs: list[tuple[float, float]], end_s: float) -> float:
+    return sum(outcome.gpus * max(0.0, min(e, end_s) - s) for s, e in runs)
 
 
 def wait_s(outcome: JobOutcome, end_s: float) -> float:
@@ -190,11 +277,26 @@ def _owed_delivered(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """GPU-seconds owed and delivered per account, hour by hour."""
     missing = down_by_hour(down)
+    demand = _demand(outcomes, end_s)
+    delivered = dict.fromkeys(weights, 0.0)
+    for o in outcomes:
+        for s, e in o.runs:
+            delivered[o.account] += o.gpus * max(0.0, min(e, end_s) - s)
+    owed = dict.fromkeys(weights, 0.0)
+    for hour, wanted_now in sorted(demand.items()):
+        # The GPUs there were in the part of the hour the run lasted.
+        capacity = gpus * (min(end_s, (hour + 1) * HOUR_S) - hour * HOUR_S) - missing.get(hour, 0.0)
+        for account, amount in _water_fill(capacity, wanted_now, weights).items():
+            owed[account] += amount
+    return owed, delivered
+
+
+def _demand(outcomes: list[JobOutcome], end_s: float) -> dict[int, dict[str, float]]:
+    """Hour -> account -> GPU-seconds its jobs wanted in that hour, waiting or running."""
     demand: dict[int, dict[str, float]] = {}
     # Whole hours a job wants its GPUs through, as changes in GPUs wanted per account:
     # a job that waits months adds two entries, not thousands.
     steps: dict[str, dict[int, int]] = {}
-    delivered = dict.fromkeys(weights, 0.0)
     for o in outcomes:
         # It wants its GPUs from submission until it ends (or the run does).
         end = o.end_s if o.end_s is not None else end_s
@@ -207,21 +309,13 @@ def _owed_delivered(
             change = steps.setdefault(o.account, {})
             change[first + 1] = change.get(first + 1, 0) + o.gpus
             change[last] = change.get(last, 0) - o.gpus
-        for s, e in o.runs:
-            delivered[o.account] += o.gpus * max(0.0, min(e, end_s) - s)
     for account, change in steps.items():
         wanted, hours = 0, sorted(change)
         for hour, after in itertools.pairwise(hours):
             wanted += change[hour]
             for whole in range(hour, after):
                 _want(demand, whole, account, wanted * HOUR_S)
-    owed = dict.fromkeys(weights, 0.0)
-    for hour, wanted_now in sorted(demand.items()):
-        # The GPUs there were in the part of the hour the run lasted.
-        capacity = gpus * (min(end_s, (hour + 1) * HOUR_S) - hour * HOUR_S) - missing.get(hour, 0.0)
-        for account, amount in _water_fill(capacity, wanted_now, weights).items():
-            owed[account] += amount
-    return owed, delivered
+    return demand
 
 
 def down_by_hour(down: list[tuple[float, float, int]]) -> dict[int, float]:
