@@ -8,14 +8,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from allot.client import progress
 from allot.client.policyfile import load_policy
-from allot.core import Policy, policy_hash
+from allot.core import DEFAULT_POLICY, Policy, policy_hash
 from allot.core.accounts import parent_of, read_tree
 from allot.core.policytoml import PolicyError
+from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import AccountSettings
 from allot.sim.report import ReportError, write_report
-from allot.sim.simulator import Settings, run_policy
+from allot.sim.simulator import BudgetRefused, Settings, Simulator, run_policy
 from allot.sim.trace import (
     Fill,
     NodeOutage,
@@ -33,6 +36,11 @@ SHOWN = (
     "max_wait_least_served_s", "preemptions_per_hour", "lost_gpu_hours_per_preemption",
     "node_failures", "lost_gpu_hours_to_failures", "mean_jct_s", "makespan_s", "sim_wall_s",
 )  # fmt: skip
+# Shown too where budgets are granted (``allot.sim.metrics``).
+BUDGET_SHOWN = (
+    "budget_owed_delivered_overall", "budget_owed_delivered_min", "unfunded_share",
+    "funded_stops_inside_min_runtime",
+)  # fmt: skip
 
 
 def parse_cluster(text: str) -> Settings:
@@ -49,12 +57,15 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     settings = parse_cluster(args.cluster)
-    fill = Fill(seed=args.seed)
+    fill = Fill(seed=args.seed, min_runtimes=args.fill == "ai2")
     try:
         traced, own_outages = load_trace(Path(args.trace), args.format)
         jobs = filled(traced, fill)
         outages = _outages(args, own_outages, settings)
-        accounts = _accounts(args.accounts, jobs) if args.accounts else None
+        accounts: dict[str, AccountSettings] | None = None
+        budgets: list[BudgetGrantRequest] = []
+        if args.accounts:
+            accounts, budgets = _accounts(args.accounts, jobs, settings)
     except TraceError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
@@ -66,8 +77,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     for name, policy in policies:
         with progress.shown(f"{name}: jobs ended", len(jobs)) as report:
             result, outcomes = run_policy(
-                jobs, settings, policy, name, report, outages=outages, accounts=accounts
-            )
+                jobs, settings, policy, name, report, outages=outages, accounts=accounts,
+                budgets=budgets,
+            )  # fmt: skip
         result["fill"] = fill.describe()
         runs.append((result, outcomes))
     results = [result for result, _ in runs]
@@ -101,9 +113,11 @@ def chosen(specs: list[str]) -> list[tuple[str, Policy]]:
     ]
 
 
-def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:
-    """The account tree of ``path`` (the file ``allot accounts apply`` takes); every
-    account the trace submits to must be in it."""
+def _accounts(
+    path: str, jobs: list[TraceJob], settings: Settings
+) -> tuple[dict[str, AccountSettings], list[BudgetGrantRequest]]:
+    """The account tree of ``path`` (the file ``allot accounts apply`` takes), every
+    account the trace submits to in it; and the budgets of its ``[budgets."PATH"]`` tables."""
     try:
         declared = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -126,7 +140,44 @@ def _accounts(path: str, jobs: list[TraceJob]) -> dict[str, AccountSettings]:
                 f"--accounts {path}: the trace submits to accounts it {what}: "
                 f"{', '.join(accounts[:5])}{' ...' if len(accounts) > 5 else ''}"
             )
-    return tree
+    return tree, _budgets(path, declared.get("budgets", {}), tree, settings)
+
+
+def _budgets(
+    path: str, raw: object, tree: dict[str, AccountSettings], settings: Settings
+) -> list[BudgetGrantRequest]:
+    """Budgets as ``allot budget grant`` takes them, one ``[budgets."PATH"]`` table each
+    (``share`` or ``gpu_hours``, and ``period``), checked as the ledger checks a grant:
+    on this cluster, under this tree."""
+    if not isinstance(raw, dict):
+        raise TraceError(f'--accounts {path}: budgets: expected [budgets."PATH"] tables')
+    requests = []
+    for account, table in sorted(raw.items()):
+        where = f"--accounts {path}: budgets.{account}"
+        if not isinstance(table, dict):
+            raise TraceError(f"{where}: expected a table of share or gpu_hours, and period")
+        if account not in tree:
+            raise TraceError(f"{where}: not an account of this file's [accounts] tables")
+        if "account" in table:
+            raise TraceError(f"{where}.account: the table's name is the account")
+        try:
+            requests.append(msgspec.convert({**table, "account": account}, BudgetGrantRequest))
+        except msgspec.ValidationError as error:  # names the field as `$.share`
+            raise TraceError(f"{where}: {str(error).replace('$.', '')}") from None
+    try:  # the very grants a run makes, on a cluster with no jobs yet
+        Simulator([], settings, DEFAULT_POLICY, accounts=tree, budgets=requests)
+    except BudgetRefused as refused:
+        problems = "; ".join(
+            f"budgets.{refused.account}.{e.field}={e.value}: {_in_file(e.message)}"
+            for e in refused.errors
+        )
+        raise TraceError(f"--accounts {path}: {problems}") from None
+    return requests
+
+
+def _in_file(message: str) -> str:
+    """A grant's refusal worded for the file: its fields, not the command's options."""
+    return message.replace("--gpu-hours", "gpu_hours").replace("--share", "share")
 
 
 def _outages(
@@ -149,7 +200,8 @@ def table(results: list[dict[str, Any]]) -> str:
     rows = [["metric", *(r["policy"] for r in results)]]
     rows += [["jobs / gpus", *(f"{r['jobs']} / {r['gpus']}" for r in results)]]
     rows += [["refused (never fit)", *(str(r.get("refused", 0)) for r in results)]]
-    for key in SHOWN:
+    budgeted = all(BUDGET_SHOWN[0] in r for r in results)
+    for key in SHOWN + (BUDGET_SHOWN if budgeted else ()):
         rows.append([key, *(f"{r[key]:.4g}" for r in results)])
     rows += [["decisions (sha256)", *(r["decisions"][:16] for r in results)]]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

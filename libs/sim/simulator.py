@@ -5,7 +5,9 @@ Time jumps from one event to the next (arrivals, job ends, stops, the hourly acc
 after the events of each moment the planner plans once, as the planner service does when
 it has caught up with the log. What the services would append, the simulator appends to
 its own state: admissions start at once, preemptions stop their victims, charges are made
-every hour of virtual time and when a run ends. The model of a job:
+every hour of virtual time and when a run ends, budgets are granted at the start (after
+the nodes have registered, so that a share of the cluster has a size) and announced as used
+up after the charges that used them up, as the ledger does. The model of a job:
 
 - it runs ``duration_s`` of work; a resumable job that is stopped saves its progress on
   SIGTERM (the workload contract) and resumes later, paying ``restart_overhead_s`` again;
@@ -33,14 +35,17 @@ import msgspec
 
 from allot.core import PlanMemo, Policy, State, apply, plan, policy_hash
 from allot.core.accounts import ancestry
+from allot.core.budgets import exhausted_now, read_grant
 from allot.core.model import JobStatus
 from allot.core.owed import global_shares
 from allot.core.validate import validate_submission
-from allot.proto.commands import FieldError, SubmitRequest
+from allot.proto.commands import BudgetGrantRequest, FieldError, SubmitRequest
 from allot.proto.events import (
     DEFAULT_GRACE_NS,
     AccountDefined,
     AccountSettings,
+    BudgetExhausted,
+    BudgetGranted,
     Event,
     GpuInfo,
     JobExited,
@@ -78,7 +83,17 @@ class _Run(msgspec.Struct, kw_only=True):
     trace: TraceJob
     done_s: float = 0.0  # work saved
     started_ns: int | None = None
+    funded: bool = False  # its current run was admitted funded
     outcome: JobOutcome
+
+
+class BudgetRefused(Exception):
+    """A budget the ledger would refuse: ``errors`` says why, field by field, as
+    ``read_grant`` does."""
+
+    def __init__(self, account: str, errors: list[FieldError]):
+        super().__init__(f"budget of {account} refused")
+        self.account, self.errors = account, errors
 
 
 class Simulator:
@@ -90,7 +105,10 @@ class Simulator:
         record: bool = False,
         outages: list[NodeOutage] | None = None,
         accounts: dict[str, AccountSettings] | None = None,
+        budgets: list[BudgetGrantRequest] | None = None,
     ):
+        """``budgets``: granted at the start, as ``allot budget grant`` would (raises
+        ``BudgetRefused`` for one the ledger would refuse)."""
         self.settings, self.policy = settings, policy
         self.policy_hash = policy_hash(policy)
         self.state = State()
@@ -134,6 +152,8 @@ class Simulator:
             self._at(int(job.submit_s * S), "arrive", job.job_id)
         for n in range(settings.nodes):
             self._on_up(node_name(n))
+        for request in budgets or []:
+            self._grant(request)
         check_outages(outages or [], settings.nodes)
         for outage in outages or []:
             self._at(int(outage.down_s * S), "down", node_name(outage.node))
@@ -207,6 +227,26 @@ class Simulator:
         for path in sorted(tree, key=lambda p: (p.count("/"), p)):  # parents first
             self._add(AccountDefined(meta=self._meta(), path=path, settings=tree[path]))
 
+    def _grant(self, request: BudgetGrantRequest) -> None:
+        """Append what the ledger appends for ``allot budget grant`` now."""
+        grant, errors = read_grant(request, self.state)
+        if grant is None:
+            raise BudgetRefused(request.account, errors)
+        gpu_ms, period_ns, share_ppm = grant
+        self._add(
+            BudgetGranted(
+                meta=self._meta(), path=request.account, gpu_ms=gpu_ms, period_ns=period_ns,
+                starts_at=self.now, share_ppm=share_ppm, by="sim",
+            )
+        )  # fmt: skip
+
+    def budget_rates(self) -> dict[str, float]:
+        """Each budget's GPU-seconds per hour, its grant spread evenly over its period."""
+        return {
+            path: budget.gpu_ms / 1000 * HOUR_NS / budget.period_ns
+            for path, budget in sorted(self.state.budgets.items())
+        }
+
     def shares(self) -> dict[str, float]:
         """Each account's share of the cluster, by the weights of the tree."""
         return {path: float(share) for path, share in global_shares(self.state).items()}
@@ -255,6 +295,7 @@ class Simulator:
                 )
             )  # fmt: skip
         self._charge(job_id)
+        self._announce_used_up()
         self._ran(run)
         self._ended(run)
 
@@ -274,6 +315,7 @@ class Simulator:
                 )
             )  # fmt: skip
         self._charge(job_id)
+        self._announce_used_up()
         self._ran(run)
         gpus = run.outcome.gpus
         if run.trace.resumable:
@@ -302,6 +344,7 @@ class Simulator:
         cut_off = sorted(set(node.allocated.values()))
         for job_id in cut_off:
             self._charge(job_id)  # while the attempt is still the one that ran
+        self._announce_used_up()
         self._add(NodeLost(meta=self._meta(), node_id=node_id, last_seen_ns=self.now, timeout_ns=0))
         for job_id in cut_off:
             run = self.runs[job_id]
@@ -330,9 +373,16 @@ class Simulator:
             )
         )  # fmt: skip
 
+    def _on_unprotected(self, _: str) -> None:
+        """A funded run's minimum runtime is over. Nothing happens but the moment: the
+        plan after it may stop the run now, as the live planner, planning every few
+        seconds, would (without it, a job waiting for that could wait until something else
+        happens, hours on)."""
+
     def _on_account(self, _: str) -> None:
         for job_id in sorted(self.state.holders):
             self._charge(job_id)
+        self._announce_used_up()
         if self.unfinished:
             self._at(self.now + HOUR_NS, "account", "")
 
@@ -361,22 +411,40 @@ class Simulator:
                     )
                 )  # fmt: skip
             run.started_ns = self.now
+            run.funded = admission.funded
             if run.outcome.first_start_s is None:
                 run.outcome.first_start_s = self.now / S
             left = run.trace.duration_s - run.done_s + self._overhead(run)
             self._at(self.now + max(1, int(left * S)), "finish", job_id)
+            if run.funded and run.trace.min_runtime_s:
+                self._at(self.now + int(run.trace.min_runtime_s * S), "unprotected", job_id)
         for preemption in decided.preemptions:
             record = self.state.jobs[preemption.job_id]
             if record.preemption != preemption or record.stop is not None:
                 continue
-            self._add(
-                StopRequested(
-                    meta=self._meta(), job_id=record.job_id, grace_ns=record.spec.grace_ns,
-                    reason=preemption.code, attempt=record.attempts,
-                )
-            )  # fmt: skip
-            stop = min(self.settings.stop_s * S, record.spec.grace_ns)
-            self._at(self.now + int(stop), "stopped", record.job_id)
+            self._stop(record.job_id, preemption.code)
+
+    def _stop(self, job_id: str, reason: str) -> None:
+        """Ask the running job to stop (SIGTERM), as the preemptor does; it is gone once it
+        has saved its work."""
+        record = self.state.jobs[job_id]
+        self._add(
+            StopRequested(
+                meta=self._meta(), job_id=job_id, grace_ns=record.spec.grace_ns,
+                reason=reason, attempt=record.attempts,
+            )
+        )  # fmt: skip
+        self._count_protected_stop(self.runs[job_id])
+        stop = min(self.settings.stop_s * S, record.spec.grace_ns)
+        self._at(self.now + int(stop), "stopped", job_id)
+
+    def _count_protected_stop(self, run: _Run) -> None:
+        """A stop asked of a funded run inside its minimum runtime breaks the promise
+        funding made (R8, R13): counted by the simulator's own record of the plan it
+        carried out, not the fold's, so that the count checks the planner."""
+        began = run.started_ns if run.started_ns is not None else self.now
+        if run.funded and self.now - began < int((run.trace.min_runtime_s or 0) * S):
+            run.outcome.funded_stops_inside_min_runtime += 1
 
     # --- bookkeeping ---
 
@@ -401,8 +469,11 @@ class Simulator:
 
     def _ran(self, run: _Run) -> None:
         if run.started_ns is not None:
-            run.outcome.runs.append((run.started_ns / S, self.now / S))
-            run.started_ns = None
+            ran = (run.started_ns / S, self.now / S)
+            run.outcome.runs.append(ran)
+            if run.funded:
+                run.outcome.funded_runs.append(ran)
+            run.started_ns, run.funded = None, False
 
     def _charge(self, job_id: str) -> None:
         record = self.state.jobs[job_id]
@@ -416,6 +487,17 @@ class Simulator:
                     meta=self._meta(), path=unbilled.account, job_id=job_id,
                     attempt=record.attempts, from_ns=unbilled.from_ns, to_ns=to,
                     gpu_ms=unbilled.gpus * (to - unbilled.from_ns) // 10**6,
+                )
+            )  # fmt: skip
+
+    def _announce_used_up(self) -> None:
+        """What the ledger appends after its charges: each budget they used up, once a
+        period."""
+        for path, period, used, budget in exhausted_now(self.state, self.now):
+            self._add(
+                BudgetExhausted(
+                    meta=self._meta(), path=path, period=period, used_gpu_ms=used,
+                    budget_gpu_ms=budget,
                 )
             )  # fmt: skip
 
@@ -466,9 +548,12 @@ def simulate(
     name: str,
     outages: list[NodeOutage] | None = None,
     accounts: dict[str, AccountSettings] | None = None,
+    budgets: list[BudgetGrantRequest] | None = None,
 ) -> dict[str, Any]:
     """Run the trace under ``policy``; the metrics of ``allot.sim.metrics``."""
-    return run_policy(jobs, settings, policy, name, outages=outages, accounts=accounts)[0]
+    return run_policy(
+        jobs, settings, policy, name, outages=outages, accounts=accounts, budgets=budgets
+    )[0]
 
 
 def run_policy(
@@ -479,16 +564,22 @@ def run_policy(
     progress: Callable[[int, int], None] | None = None,
     outages: list[NodeOutage] | None = None,
     accounts: dict[str, AccountSettings] | None = None,
+    budgets: list[BudgetGrantRequest] | None = None,
 ) -> tuple[dict[str, Any], list[JobOutcome]]:
     """The metrics of a run, and what happened to each job (for plots). ``accounts``: the
-    tree to run under (by default, ``equal_quotas``)."""
+    tree to run under (by default, ``equal_quotas``); ``budgets``: granted at the start."""
     started = time.perf_counter()
-    simulator = Simulator(jobs, settings, policy, outages=outages, accounts=accounts)
+    simulator = Simulator(
+        jobs, settings, policy, outages=outages, accounts=accounts, budgets=budgets
+    )
     outcomes, end_s = simulator.run(progress)
     wall = time.perf_counter() - started
     down = down_spans(outages or [], settings.gpus_per_node, end_s)
     gpus = settings.nodes * settings.gpus_per_node
-    result = compute(name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down)
+    result = compute(
+        name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down,
+        budgets=simulator.budget_rates(),
+    )  # fmt: skip
     result["refused"] = len(simulator.refused)
     result["decisions"] = decisions_digest(outcomes)
     return result, outcomes
