@@ -14,7 +14,7 @@ Slices:
   last creation (the pods before them are a few dozen spread over 115 days).
 - ``synthetic-s<seed>``: ``allot.sim.synthetic``'s mixes, one per seed.
 
-Size: a slice holds at most ``MAX_JOBS`` jobs; a window with more keeps a seeded uniform
+Size: a slice holds at most ``MAX_JOBS`` (3,000) jobs; a window with more keeps a seeded uniform
 sample of them (the window's mix and arrival pattern, thinned), so that the whole sweep
 runs in CI's reach. Each slice is filled (``allot.sim.trace.Fill``) with its own seed,
 drawn from its name.
