@@ -451,6 +451,12 @@ async def cmd_sim(args: argparse.Namespace) -> int:
     return run(args)
 
 
+async def cmd_sim_sweep(args: argparse.Namespace) -> int:
+    from allot.sim.sweep_cli import cmd_sweep
+
+    return cmd_sweep(args)
+
+
 async def cmd_bench_replay(args: argparse.Namespace) -> int:
     from allot.client.bench_replay import bench_replay
 
@@ -490,6 +496,33 @@ def duration(text: str) -> int:
         return parse_duration(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_sim_sweep(sim_commands: Any) -> None:
+    """``allot sim sweep``; its options are checked by the command, each refusal one line."""
+    help = "run many workload slices at several demand levels under each policy; report"
+    sweep = sim_commands.add_parser("sweep", help=help, description=help)
+    sweep.set_defaults(handler=cmd_sim_sweep)
+    sweep.add_argument("--out", metavar="DIR", help="write sweep.md, sweep.json, sweep.png here")
+    sweep.add_argument(
+        "--policies",
+        default="fifo,priority,kueue,slurm,allot",
+        metavar="P1,P2,...",
+        help="names or policy files (default fifo,priority,kueue,slurm,allot)",
+    )
+    sweep.add_argument("--jobs", metavar="N", help="worker processes (default: the CPUs)")
+    sweep.add_argument(
+        "--quick", action="store_true", help="a small sweep: 3 slices of at most 300 jobs"
+    )
+    sweep.add_argument("--slices", metavar="N", help="only N slices, the families in turn")
+    sweep.add_argument("--demand", metavar="D1,D2,...", help="demand levels (default 1.5,2,3)")
+    sweep.add_argument(
+        "--traces",
+        default="../shared/data/traces",
+        metavar="DIR",
+        help="where philly.csv and alibaba-openb-pods.csv are (default ../shared/data/traces); "
+        "without them, synthetic slices only",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -833,7 +866,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sim", help="simulate a trace under a policy on a virtual clock; print the metrics"
     )
     sim.set_defaults(handler=cmd_sim)
-    sim.add_argument("--trace", required=True, help="a trace file")
+    add_sim_sweep(sim.add_subparsers(dest="sim_command", title="subcommands"))
+    # Required unless a subcommand is given: cmd_sim says so when it is missing.
+    sim.add_argument("--trace", help="a trace file (required)")
     sim.add_argument(
         "--format", default="canonical", help="canonical (default), philly, alibaba, allot-log"
     )

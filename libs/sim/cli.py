@@ -51,6 +51,9 @@ def parse_cluster(text: str) -> Settings:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
+    if not args.trace:
+        print("allot: sim: --trace FILE is required (or: allot sim sweep)", file=sys.stderr)
+        return 2
     try:
         policies = chosen(args.compare.split(",") if args.compare else [args.policy])
     except PolicyError as error:
