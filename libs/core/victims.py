@@ -140,15 +140,17 @@ class _NodeSearch:
             return
         if freed >= self.deficit:
             placed = _placed_with(self.capacity, self.spec, self.model, chosen)
-            if placed is not None and [p.node_id for p in placed] == [node_id]:
-                if self.allowed is None or self.allowed(chosen, self.model[0], False):
-                    key = (cost, len(chosen), sorted(v.order for v in chosen), self.order)
-                    if best is None or key < best[0]:
-                        self.best = (key, list(chosen), placed)
-                    return
-                # Room enough, but quota refuses it still: more victims may free that.
-            else:
+            if (
+                placed is not None
+                and [p.node_id for p in placed] == [node_id]
+                and (self.allowed is None or self.allowed(chosen, self.model[0], False))
+            ):
+                key = (cost, len(chosen), sorted(v.order for v in chosen), self.order)
+                if best is None or key < best[0]:
+                    self.best = (key, list(chosen), placed)
                 return
+            # Enough GPUs, but not where it fits (one NVLink island), or quota refuses it
+            # still: more victims may free the rest of an island, or the quota.
         here = self.here
         for i in range(start, len(here)):
             chosen.append(here[i])

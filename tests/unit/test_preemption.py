@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import msgspec
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from allot.core import DEFAULT_POLICY, JobStatus, PlanMemo, State, apply, plan
@@ -160,6 +160,14 @@ def test_without_grounds_nothing_is_stopped() -> None:
     need=st.sampled_from([1, 2, 4, 8]),
     topology=st.sampled_from(["nvlink", "node", "any"]),
 )
+# Enough GPUs freed by the cheapest victims, but across two NVLink islands: the cheapest
+# set that frees one island has more victims.
+@example(
+    jobs=[(1, 3, False, 10), (2, 4, False, 10), (2, 1, False, 10), (4, 2, False, 10),
+          (1, 3, False, 11), (2, 1, True, 10), (4, 2, False, 10)],
+    need=2,
+    topology="nvlink",
+)  # fmt: skip
 def test_the_victims_cost_least_among_the_sets_that_free_the_block_and_none_is_protected(
     jobs: list[tuple[int, int, bool, int]], need: int, topology: str
 ) -> None:
