@@ -65,6 +65,15 @@ def admitted(decided: Plan) -> list[str]:
     return [a.job_id for a in decided.admissions]
 
 
+def admitted_on(decided: Plan, job_id: str) -> set[tuple[str, int]]:
+    """The (node, GPU) pairs the plan admits the job on."""
+    return {
+        (p.node_id, g)
+        for a in decided.admissions if a.job_id == job_id
+        for p in a.placements for g in p.gpus
+    }  # fmt: skip
+
+
 # 1. Nominal quota before borrowing
 
 
@@ -127,6 +136,11 @@ def test_work_put_back_for_borrowing_keeps_its_place_ahead_of_the_reservation() 
     assert admitted(decided) == ["a-borrows"]
     assert decided.reservation is not None
     assert decided.reservation.job_id == "b-own"
+    # a-borrows declares no end, so b-own cannot count on that GPU: it is reserved for
+    # anew, where it fits once c-running has ended (in 2 h), not once a-running has (1 h).
+    taken = admitted_on(decided, "a-borrows")
+    assert not taken & {(p.node_id, g) for p in decided.reservation.placements for g in p.gpus}
+    assert decided.reservation.starts_at == NOW + 2 * HOUR
 
 
 # 2. Reclaiming lent quota when the cohort has a quota of its own

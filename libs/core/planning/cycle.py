@@ -198,6 +198,7 @@ class Cycle:
             )
 
     def admit(self, job: JobRecord, placements: list[Placement]) -> None:
+        ends_before_reservation = self.ends_before_reservation(job)
         for placement in placements:
             self.capacity.take(placement.node_id, placement.gpus)
         reservation = self.reservation
@@ -208,8 +209,16 @@ class Cycle:
                 for p in reservation.set_aside
                 if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
             ]
+            if still != reservation.set_aside and not ends_before_reservation:
+                # Not a backfill but a job ahead of the reserved one (put back as it would
+                # borrow): it may hold them past the start, so the estimate no longer holds.
+                # The rest set aside is free again, to be reserved for anew.
+                for placement in still:
+                    self.capacity.give(placement.node_id, placement.gpus)
+                self.reservation, still = None, []
             if still != reservation.set_aside:
-                self.reservation = msgspec.structs.replace(reservation, set_aside=still)
+                if self.reservation is not None:
+                    self.reservation = msgspec.structs.replace(reservation, set_aside=still)
                 # Less is set aside: a job told it waits for the reservation may now wait
                 # behind others instead. Every other refusal stands.
                 self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}

@@ -6,6 +6,8 @@ that ends before the reservation starts may use the GPUs set aside for it (backf
 The first jobs short of room get a reservation (``reserve``).
 """
 
+import msgspec
+
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, shape_of
 from allot.core.planning.reserve import may_reserve, reserve
@@ -52,7 +54,11 @@ def consider(
         if borrowing is not None and cycle.borrows(job, found):
             borrowing.append((position, job))
             return None
-        return cycle.admit(job, found)
+        reserved = cycle.reservation
+        cycle.admit(job, found)
+        if reserved is not None and cycle.reservation is None:
+            _reserve_again(cycle, cycle.state.jobs[reserved.job_id])
+        return None
     code, params, detail = found
     if fresh and code in SHORT_OF_ROOM and may_reserve(cycle):
         reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
@@ -60,6 +66,19 @@ def consider(
         if cycle.reservation is not None:
             detail = {**detail, "estimated_start": cycle.reservation.starts_at}
     cycle.wait(job, position, code, params, detail)
+
+
+def _reserve_again(cycle: Cycle, job: JobRecord) -> None:
+    """The reservation's job, after a job ahead of it took GPUs set aside for it past its
+    start: reserved for again, where it can be now, and its estimated start told anew."""
+    reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
+    reservation = cycle.reservation
+    for n, waiting in enumerate(cycle.waiting):
+        if waiting.reason.job_id == job.job_id:
+            detail = {k: v for k, v in waiting.detail.items() if k != "estimated_start"}
+            if reservation is not None:
+                detail["estimated_start"] = reservation.starts_at
+            cycle.waiting[n] = msgspec.structs.replace(waiting, detail=detail)
 
 
 def behind(cycle: Cycle, job: JobRecord, position: int) -> None:
