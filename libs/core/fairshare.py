@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from itertools import groupby
 from operator import itemgetter
+from typing import Literal
 
 import msgspec
 
@@ -44,6 +45,10 @@ _PPM = 1_000_000
 class FairSharePolicy(msgspec.Struct, frozen=True, kw_only=True):
     half_life_ns: int = 7 * DAY_NS
     window_ns: int | None = None  # set: the sliding-window variant instead of decay
+    # What an account's usage is held against: "share", its weight among its siblings
+    # (Fair Tree); "owed", the GPU time it was owed while its jobs wanted GPUs, decayed
+    # alike (``allot.core.entitlement``): usage of GPUs no one else wanted is no debt.
+    basis: Literal["share", "owed"] = "share"
 
 
 class Standing(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,6 +160,7 @@ class StandingsMemo:
     def __init__(self, state: State) -> None:
         self.state = state
         self._usage: dict[str, _Counted] = {}  # path -> its usage as last counted
+        self._owed: dict[str, _Counted] = {}  # path -> what it was owed, as last counted
         # The tree as of a version of the accounts: weights, and each parent's children.
         self._tree: tuple[int, dict[str, int], _Children] | None = None
         self._key: tuple[object, ...] | None = None
@@ -175,8 +181,18 @@ class StandingsMemo:
             weights = tree_weights(state)
             self._tree = (tree, weights, _children_of(weights))
         _, weights, children = self._tree
-        usage = {path: self._usage_at(state, path, now, policy) for path in weights}
-        key = (state.fair_share_version, now, policy, tuple(usage.values()))
+        usage = {
+            path: _counted_at(self._usage, path, state.usage.get(path), now, policy)
+            for path in weights
+        }
+        if policy.basis == "owed":
+            weights = _owed_weights(
+                {path: _counted_at(self._owed, path, state.owed.get(path), now, policy)
+                 for path in weights}
+            )  # fmt: skip
+        key = (
+            state.fair_share_version, now, policy, tuple(usage.values()), tuple(weights.values())
+        )  # fmt: skip
         if key != self._key:
             self._key, self._value = key, _ranked(weights, usage, children)
             self._ranks = {}
@@ -191,40 +207,48 @@ class StandingsMemo:
             rank = self._ranks[account] = account_rank(self._value[account])
         return rank
 
-    def _usage_at(self, state: State, path: str, now: int, policy: FairSharePolicy) -> int:
-        usage = state.usage.get(path)
-        if usage is None:
-            return 0
-        # Charges only add. Within one hour and before a merge into days, the days change
-        # only by a late charge, and the hours only where a charge added to them.
-        seen = self._usage.get(path)
-        if (
-            seen is None
-            or seen.at != now
-            or seen.daily_before != usage.daily_before
-            or seen.policy != policy
-        ):
-            seen = self._usage[path] = _Counted(usage, now, policy)
-        if seen.late_charges != usage.late_charges:
-            seen.days, seen.late_charges = _counted(usage.by_day, now, policy), usage.late_charges
-        if seen.total != usage.total_gpu_ms:
-            # Charges only add, mostly to the latest hours: look back from the latest until
-            # the hours charged since add up to what the total grew by (a late charge to a
-            # day never does: then every hour is looked at).
-            grown, was, got = usage.total_gpu_ms - seen.total, {}, {}
-            for hour in reversed(usage.by_hour):
-                gpu_ms, before = usage.by_hour[hour], seen.by_hour.get(hour)
-                if gpu_ms != before:
-                    got[hour] = gpu_ms
-                    if before is not None:
-                        was[hour] = before
-                    grown -= gpu_ms - (before or 0)
-                    if not grown:
-                        break
-            seen.hours += _counted(got, now, policy) - _counted(was, now, policy)
-            seen.total = usage.total_gpu_ms
-            seen.by_hour.update(got)
-        return seen.days + seen.hours
+
+def _counted_at(
+    counted: dict[str, "_Counted"],
+    path: str,
+    usage: AccountUsage | None,
+    now: int,
+    policy: FairSharePolicy,
+) -> int:
+    """``usage`` (an account's usage, or what it was owed) counted at ``now``, from what
+    ``counted`` kept of it last time, kept there again."""
+    if usage is None:
+        return 0
+    # Charges only add. Within one hour and before a merge into days, the days change
+    # only by a late charge, and the hours only where a charge added to them.
+    seen = counted.get(path)
+    if (
+        seen is None
+        or seen.at != now
+        or seen.daily_before != usage.daily_before
+        or seen.policy != policy
+    ):
+        seen = counted[path] = _Counted(usage, now, policy)
+    if seen.late_charges != usage.late_charges:
+        seen.days, seen.late_charges = _counted(usage.by_day, now, policy), usage.late_charges
+    if seen.total != usage.total_gpu_ms:
+        # Charges only add, mostly to the latest hours: look back from the latest until
+        # the hours charged since add up to what the total grew by (a late charge to a
+        # day never does: then every hour is looked at).
+        grown, was, got = usage.total_gpu_ms - seen.total, {}, {}
+        for hour in reversed(usage.by_hour):
+            gpu_ms, before = usage.by_hour[hour], seen.by_hour.get(hour)
+            if gpu_ms != before:
+                got[hour] = gpu_ms
+                if before is not None:
+                    was[hour] = before
+                grown -= gpu_ms - (before or 0)
+                if not grown:
+                    break
+        seen.hours += _counted(got, now, policy) - _counted(was, now, policy)
+        seen.total = usage.total_gpu_ms
+        seen.by_hour.update(got)
+    return seen.days + seen.hours
 
 
 class _Counted:
@@ -251,7 +275,19 @@ def standings(state: State, now: int, policy: FairSharePolicy) -> dict[str, Stan
         path: usage_at(state.usage[path], now, policy) if path in state.usage else 0
         for path in weights
     }
-    return _ranked(weights, usage, _children_of(weights))
+    children = _children_of(weights)
+    if policy.basis == "owed":
+        weights = _owed_weights(
+            {path: usage_at(state.owed[path], now, policy) if path in state.owed else 0
+             for path in weights}
+        )  # fmt: skip
+    return _ranked(weights, usage, children)
+
+
+def _owed_weights(owed: dict[str, int]) -> dict[str, int]:
+    """The weights of the ``owed`` basis: each account's counted owed GPU-ms, plus one, so
+    that an account owed nothing yet has a weight (and its siblings a sum) above 0."""
+    return {path: gpu_ms + 1 for path, gpu_ms in owed.items()}
 
 
 _Children = dict[str | None, list[str]]  # parent (None: the top) -> its children, by path

@@ -1,6 +1,7 @@
 """Fold rules for jobs: submission to end, stops, preemptions, requeues."""
 
 from allot.core.accounts import ancestry
+from allot.core.entitlement import accrue, want
 from allot.core.model import (
     HOLDERS,
     FoldRule,
@@ -63,6 +64,9 @@ def release(state: State, job: JobRecord, at: int) -> None:
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
+    if job.ended_at is None:
+        accrue(state, at)
+        want(state, job.spec.account, -job.spec.total_gpus)
     release(state, job, at)
     state.dequeue(job)
     state.holds.pop(job.job_id, None)
@@ -106,6 +110,8 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         submitted_by=e.by,
     )
     state.enqueue(state.jobs[e.job_id])
+    accrue(state, e.meta.at)
+    want(state, e.spec.account, e.spec.total_gpus)
     if e.spec.account not in state.job_accounts:
         state.job_accounts[e.spec.account] = None
         state.fair_share_version += 1

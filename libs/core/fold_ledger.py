@@ -1,6 +1,7 @@
 """Fold rules for the ledger: the account tree, usage charges, budgets."""
 
 from allot.core.accounts import ancestry, parent_of, settings_problems
+from allot.core.entitlement import accrue
 from allot.core.model import (
     ACCOUNTS,
     HOUR_NS,
@@ -10,6 +11,7 @@ from allot.core.model import (
     FoldRule,
     Ignore,
     State,
+    split,
 )
 from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.events import (
@@ -88,6 +90,8 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
     run.from_ns = e.to_ns
     if run.until_ns is not None and run.from_ns >= run.until_ns:
         del state.unbilled[key]
+    # What was owed is kept up to what was delivered (never past the charge's own time).
+    accrue(state, min(e.to_ns, e.meta.at), hourly=True)
     by_hour = split(e.from_ns, e.to_ns, e.gpu_ms, 0, HOUR_NS)
     for account in ancestry(e.path):
         usage = state.usage.setdefault(account, AccountUsage())
@@ -101,22 +105,6 @@ def _charged(state: State, seq: int, e: UsageCharged) -> None:
             ):
                 if period >= 0:
                     budget.used[period] = budget.used.get(period, 0) + amount
-
-
-def split(start: int, end: int, amount: int, origin: int, unit: int) -> list[tuple[int, int]]:
-    """``amount`` spread evenly over ``[start, end)``, as (index of the unit-long slot from
-    ``origin``, share); integer shares that add up to ``amount`` exactly."""
-    pieces: list[tuple[int, int]] = []
-    given = 0
-    cursor = start
-    while cursor < end:
-        slot = (cursor - origin) // unit
-        stop = min(end, origin + (slot + 1) * unit)
-        share = amount * (stop - start) // (end - start) - given
-        pieces.append((slot, share))
-        given += share
-        cursor = stop
-    return pieces
 
 
 def _granted(state: State, seq: int, e: BudgetGranted) -> None:

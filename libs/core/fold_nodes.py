@@ -1,5 +1,6 @@
 """Fold rules for nodes: registration, health, loss, cordons."""
 
+from allot.core.entitlement import accrue
 from allot.core.fold_jobs import end_job, requeue
 from allot.core.model import (
     NODES,
@@ -32,6 +33,7 @@ def _node(state: State, node_id: str) -> NodeRecord:
 
 
 def _registered(state: State, seq: int, e: NodeRegistered) -> None:
+    accrue(state, e.meta.at)  # owed until now with the GPUs there were
     node = state.nodes.get(e.node_id)
     if node is None:
         state.nodes[e.node_id] = NodeRecord(
@@ -97,6 +99,7 @@ def _lost(state: State, seq: int, e: NodeLost) -> None:
     node = _node(state, e.node_id)
     if node.lost:
         raise Ignore(f"node {e.node_id} already lost")
+    accrue(state, e.meta.at)  # owed until now with the GPUs there were
     node.lost = True
     holders = sorted(set(node.allocated.values()))
     # Its jobs are known to have run only until the node was last heard from.

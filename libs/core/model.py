@@ -189,8 +189,42 @@ class AccountUsage(msgspec.Struct, kw_only=True):
             self.daily_before = boundary
 
 
+def split(start: int, end: int, amount: int, origin: int, unit: int) -> list[tuple[int, int]]:
+    """``amount`` spread evenly over ``[start, end)``, as (index of the unit-long slot from
+    ``origin``, share); integer shares that add up to ``amount`` exactly."""
+    pieces: list[tuple[int, int]] = []
+    given = 0
+    cursor = start
+    while cursor < end:
+        slot = (cursor - origin) // unit
+        stop = min(end, origin + (slot + 1) * unit)
+        share = amount * (stop - start) // (end - start) - given
+        pieces.append((slot, share))
+        given += share
+        cursor = stop
+    return pieces
+
+
 def _day_end(hour: int) -> int:
     return hour // 24 * 24 + 23
+
+
+# An account tree as owed is filled down it: weights, each account's ancestry (itself
+# first), each parent's children (None: the top).
+OwedTree = tuple[dict[str, int], dict[str, tuple[str, ...]], dict[str | None, list[str]]]
+
+
+class OwedRates:
+    """The rates owed accrues at, and the account tree they were filled down, each kept
+    until what it was computed from changes; derived from the state, never stored."""
+
+    __slots__ = ("key", "rates", "tree", "tree_version")
+
+    def __init__(self) -> None:
+        self.key: tuple[int, int, int] | None = None
+        self.rates: dict[str, int] = {}
+        self.tree_version = -1
+        self.tree: OwedTree = ({}, {}, {})
 
 
 class Budget(msgspec.Struct, kw_only=True):
@@ -303,6 +337,15 @@ class State:
         self.unbilled: dict[tuple[str, int], UnbilledRun] = {}  # (job id, attempt) -> run
         self.usage: dict[str, AccountUsage] = {}  # account path -> charges
         self.budgets: dict[str, Budget] = {}  # account path -> its current grant
+        # What each account is owed (``allot.core.entitlement``): GPUs its jobs want (waiting
+        # or running); GPU time owed, per path as ``usage`` is charged, accrued up to
+        # ``owed_until``; and the rates it accrues at, kept until what they were computed
+        # from changes (not stored: derived).
+        self.wanted: dict[str, int] = {}
+        self.wanted_version = 0
+        self.owed: dict[str, AccountUsage] = {}
+        self.owed_until = 0
+        self.owed_rates = OwedRates()
         # Job holding GPUs (admitted or running) -> what it holds of each quota resource,
         # and those summed per account path, below it included: a planning cycle reads
         # these, not every node.

@@ -30,6 +30,7 @@ from typing import Any, get_args
 import msgspec
 
 from allot.core.durations import format_duration, parse_duration
+from allot.core.fairshare import FairSharePolicy
 from allot.core.planning import Policy
 from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, RECLAIM, TIER
 from allot.proto.commands import FieldError
@@ -220,6 +221,7 @@ RULES: dict[str, _Rule] = {
     "name": _Name(),
     "fair_share.half_life_ns": _Duration(least_ns=1),
     "fair_share.window_ns": _Duration(least_ns=1, unset="usage decays by the half-life"),
+    "fair_share.basis": _Choice(get_args(FairSharePolicy.__annotations__["basis"])),
     "aging_step_ns": _Duration(least_ns=1),
     "aging_max_ranks": _Count(0),
     "backfill": _Flag(),

@@ -8,8 +8,9 @@ version of the decision code that wrote it; a reader trusts it only if that is i
 
 What the state derives only for its readers' convenience is not stored: the change feed
 (``State.holder_changes``) starts empty, so a view built on it reads everything once, as
-it would after a refold. Everything else is stored exactly, in its order: the order of a
-dict is part of what a plan iterates over.
+it would after a refold; the rates owed accrues at (``State.owed_rates``) are computed
+again. Everything else is stored exactly, in its order: the order of a dict is part of
+what a plan iterates over.
 """
 
 from typing import Final
@@ -29,7 +30,7 @@ from allot.core.model import (
 )
 from allot.proto.events import AccountSettings, Placement
 
-FORMAT: Final = 1  # bumped when the layout below changes in a way old readers cannot read
+FORMAT: Final = 2  # bumped when the layout below changes in a way old readers cannot read
 
 Queue = list[tuple[int, str]]
 Group = tuple[str, str]  # (tier, account)
@@ -53,6 +54,10 @@ class StateImage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     unbilled: list[tuple[tuple[str, int], UnbilledRun]]
     usage: dict[str, AccountUsage]
     budgets: dict[str, Budget]
+    wanted: dict[str, int]
+    wanted_version: int
+    owed: dict[str, AccountUsage]
+    owed_until: int
     holders: dict[str, dict[str, int]]
     quota_used: dict[str, dict[str, int]]
     holds: dict[str, list[Placement]]
@@ -114,6 +119,10 @@ def encode_state(state: State) -> bytes:
         unbilled=list(state.unbilled.items()),
         usage=state.usage,
         budgets=state.budgets,
+        wanted=state.wanted,
+        wanted_version=state.wanted_version,
+        owed=state.owed,
+        owed_until=state.owed_until,
         holders=state.holders,
         quota_used=state.quota_used,
         holds=state.holds,
@@ -237,6 +246,10 @@ def _state(image: StateImage) -> State:
     state.unbilled = dict(image.unbilled)
     state.usage = image.usage
     state.budgets = image.budgets
+    state.wanted = image.wanted
+    state.wanted_version = image.wanted_version
+    state.owed = image.owed
+    state.owed_until = image.owed_until
     state.holders = image.holders
     state.quota_used = image.quota_used
     state.holds = image.holds

@@ -17,6 +17,7 @@ from allot.core.accounts import parent_of, read_tree
 from allot.core.policytoml import PolicyError
 from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import AccountSettings
+from allot.sim.idle import KINDS as IDLE_KINDS
 from allot.sim.report import ReportError, write_report
 from allot.sim.simulator import BudgetRefused, Settings, Simulator, run_policy
 from allot.sim.trace import (
@@ -31,7 +32,8 @@ from allot.sim.trace import (
 )
 
 SHOWN = (
-    "occupancy", "owed_delivered_overall", "owed_delivered_min_account",
+    "occupancy", *(f"idle_{kind}" for kind in IDLE_KINDS),
+    "owed_delivered_overall", "owed_delivered_min_account",
     "jain_owed_delivered", "wait_p50_s", "wait_p90_s", "wait_p99_s", "debug_wait_p90_s",
     "max_wait_least_served_s", "preemptions_per_hour", "lost_gpu_hours_per_preemption",
     "node_failures", "lost_gpu_hours_to_failures", "mean_jct_s", "makespan_s", "sim_wall_s",

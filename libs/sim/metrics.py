@@ -1,7 +1,8 @@
 """Scheduling-quality metrics of one simulated run, from what happened to each job.
 
 - ``occupancy``: GPU-seconds in use over GPU-seconds available, counted only while some
-  job waits (an idle cluster with nothing to run is not a scheduler's fault).
+  job waits (an idle cluster with nothing to run is not a scheduler's fault). What it
+  misses, by what kept the GPUs idle, the simulator tallies beside (``allot.sim.idle``).
 - ``owed`` and ``delivered``, hour by hour: the cluster's GPU-hours are owed to the
   accounts with demand in that hour by their shares, each capped at its demand, what a
   capped account does not need going to the others (max-min fairness); delivered is what

@@ -38,6 +38,7 @@ from allot.core.accounts import ancestry
 from allot.core.budgets import exhausted_now, read_grant
 from allot.core.model import JobStatus
 from allot.core.owed import global_shares
+from allot.core.planning.cycle import Reservation
 from allot.core.validate import validate_submission
 from allot.proto.commands import BudgetGrantRequest, FieldError, SubmitRequest
 from allot.proto.events import (
@@ -61,6 +62,7 @@ from allot.proto.events import (
     StopRequested,
     UsageCharged,
 )
+from allot.sim.idle import IdleTally
 from allot.sim.metrics import JobOutcome, compute, decisions_digest
 from allot.sim.trace import NodeOutage, TraceJob, check_outages
 
@@ -117,6 +119,8 @@ class Simulator:
         self.events: list[Event] | None = [] if record else None
         self.memo = PlanMemo(self.state)
         self.now = 0
+        self.idle = IdleTally()  # why GPUs sat idle while jobs waited
+        self._reservation: Reservation | None = None  # the last plan's
         self._ids = itertools.count()
         self._order = itertools.count()
         # (time, rank, order, kind, job id, attempt): an event of an attempt that is over is
@@ -178,6 +182,7 @@ class Simulator:
                     progress(ended, total)
                 self._advance()
                 self._plan()
+                self.idle.observe(self.state, self.now, self._reservation)
                 if self._stuck():
                     break
                 moments += 1
@@ -390,6 +395,7 @@ class Simulator:
 
     def _plan(self) -> None:
         decided = plan(self.state, self.now, self.policy, self.memo)
+        self._reservation = decided.reservation
         if decided.empty:
             return
         self._add(
@@ -580,6 +586,7 @@ def run_policy(
         name, outcomes, gpus, end_s, simulator.shares(), wall_s=wall, down=down,
         budgets=simulator.budget_rates(),
     )  # fmt: skip
+    result.update(simulator.idle.shares())
     result["refused"] = len(simulator.refused)
     result["decisions"] = decisions_digest(outcomes)
     return result, outcomes

@@ -64,8 +64,8 @@ def check_table(rows: list[dict[str, Any]], found: list[Failure]) -> str:
     failed = {(f.slice, f.demand, f.criterion): f for f in found}
     lines = [
         "| slice | demand | worst account | worst o/d | occupancy | overall o/d "
-        "| interactive p90 | load in span | a | b | c |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| interactive p90 | load in span | idle: reserved / too small / unplaced | a | b | c |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for r in rows:
         if r["policy"] != CHECKED_POLICY:
@@ -81,6 +81,7 @@ def check_table(rows: list[dict[str, Any]], found: list[Failure]) -> str:
             f"| {r['owed_delivered_overall']:.3f} "
             f"| {_value('debug_wait_p90_s', r['debug_wait_p90_s'])} "
             f"| {r['load_in_span']:.2f} "
+            f"| {r['idle_reserved']:.3f} / {r['idle_too_small']:.3f} / {r['idle_unplaced']:.3f} "
             f"| {' | '.join(marks)} |"
         )
     return "\n".join(lines)
@@ -90,11 +91,23 @@ def verdict(rows: list[dict[str, Any]], found: list[Failure]) -> str:
     """PASS or FAIL per criterion, and the runs that fail each."""
     if not any(r["policy"] == CHECKED_POLICY for r in rows):
         return f"criteria: {CHECKED_POLICY} was not among the policies; nothing checked"
-    runs = sum(r["policy"] == CHECKED_POLICY for r in rows)
+    checked = [r for r in rows if r["policy"] == CHECKED_POLICY]
+    # The runs each criterion applies to: (b) only from its demand on, (c) only where a
+    # baseline ran beside it.
+    applies = {
+        "a": len(checked),
+        "b": sum(r["demand"] >= OCCUPANCY_FROM_DEMAND for r in checked),
+        "c": len(checked) if any(r["policy"] != CHECKED_POLICY for r in rows) else 0,
+    }
     lines = []
     for criterion, rule in CRITERIA.items():
         mine = [f for f in found if f.criterion == criterion]
-        state = "PASS" if not mine else f"FAIL in {len(mine)} of {runs} runs"
+        runs = applies[criterion]
+        state = (
+            "not checked: no run it applies to" if not runs
+            else "PASS" if not mine
+            else f"FAIL in {len(mine)} of {runs} runs"
+        )  # fmt: skip
         lines.append(f"- ({criterion}) {rule}: **{state}**")
         lines += [f"  - {f.slice} @ {f.demand:g}x: {f.detail}" for f in mine]
     overall = "PASS" if not found else "FAIL"

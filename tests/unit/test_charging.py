@@ -175,7 +175,7 @@ def test_replaying_the_log_gives_the_same_ledger_and_redelivery_charges_nothing_
 def test_a_charge_split_over_hours_or_periods_adds_up_exactly(
     start: int, length: int, amount: int, unit: int, origin: int
 ) -> None:
-    from allot.core.fold_ledger import split
+    from allot.core.model import split
 
     pieces = split(start, start + length, amount, origin, unit)
     assert sum(share for _, share in pieces) == amount

@@ -138,7 +138,7 @@ def test_a_value_of_the_wrong_type_is_named_with_what_is_accepted() -> None:
     found = problems('name = "p"\nqueue_depth = "fifty"\nbackfill = 1\nfair_share = 3\n')
     assert found["queue_depth"] == ("fifty", "a whole number from 1 to 1000000")
     assert found["backfill"] == ("1", "true or false")
-    assert found["fair_share"] == ("3", "a table of half_life, window")
+    assert found["fair_share"] == ("3", "a table of half_life, window, basis")
 
 
 def test_an_unknown_key_is_named_with_the_known_ones() -> None:
@@ -148,7 +148,7 @@ def test_an_unknown_key_is_named_with_the_known_ones() -> None:
     assert message.startswith("no such key; did you mean 'queue_depth'? Known keys: name, ")
     assert "aging_step, aging_max_ranks, backfill" in message
     assert found["fair_share.halflife"][1] == (
-        "no such key; did you mean 'half_life'? Known keys: half_life, window"
+        "no such key; did you mean 'half_life'? Known keys: half_life, window, basis"
     )
 
 
@@ -163,6 +163,10 @@ def test_values_out_of_range_are_refused() -> None:
     assert "more than 0s, at most 3650d" in found["max_age"][1]
     assert "0s or more, at most 3650d" in found["restart_overhead"][1]
     assert found["order"] == ("lottery", 'one of "fair-share", "fifo", "tier", "multifactor"')
+    assert problems('name = "p"\n[fair_share]\nbasis = "need"\n')["fair_share.basis"] == (
+        "need",
+        'one of "share", "owed"',
+    )
     assert found["grounds"][1].startswith('a list of distinct names from "TIER", ')
     assert found["time_slice"][0] == "1E-10"  # finer than a nanosecond
     assert "more than 0s" in found["fair_share.half_life"][1]

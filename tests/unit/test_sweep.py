@@ -24,6 +24,7 @@ from allot.sim.slices import (
     windows,
 )
 from allot.sim.sweep import failures, sweep
+from allot.sim.sweep_report import verdict
 from allot.sim.synthetic import synthetic_jobs
 from allot.sim.trace import Fill, TraceJob
 
@@ -161,6 +162,15 @@ def test_a_baseline_that_matches_or_beats_allot_on_all_four_fails_c() -> None:
     # Worse on one of the four is enough to pass; a run of another slice is not compared.
     assert failures([row("allot"), row("fifo", occupancy=1.0, wait=11)]) == []
     assert failures([row("allot"), row("fifo", slice="other", occupancy=1.0)]) == []
+
+
+def test_the_verdict_counts_each_criterion_over_the_runs_it_applies_to() -> None:
+    rows = [row("allot", demand=d, occupancy=0.5, worst=0.5) for d in (1.5, 2.0, 3.0)]
+    told = verdict(rows, failures(rows))
+    assert "(a) worst-account owed/delivered >= 0.95 in every run: **FAIL in 3 of 3 runs**" in told
+    assert "(b) occupancy >= 0.98 where demand >= 2x: **FAIL in 2 of 2 runs**" in told
+    # Without a baseline in the sweep, (c) was not checked: it is not passed either.
+    assert "(c) no baseline matches or beats it on all four metrics in any run: **not " in told
 
 
 # --- runs ------------------------------------------------------------------------------------
