@@ -5,33 +5,43 @@ running deficit, which fair share on the ``owed`` basis compares its usage with
 At every moment the cluster's GPUs are owed to the accounts that want GPUs (their jobs
 wait or run), max-min fairly by weight down the account tree: an account is owed its
 share of its parent's part, capped at what its jobs want, and what a capped account does
-not need goes to its siblings. This is the hour-by-hour measure of ``allot.core.owed`` and
-the simulator's metric, kept as the log is folded: whenever what accounts want or the
-GPUs there are changes (a submission, a job's end, a node registered or lost) and at every
-charge, the time since the last accrual is added to each account's owed, per hour, at the
-rates the water-fill gave. Rates are integers (micro-GPUs), so every machine folds the
-same numbers.
+not need goes to its siblings. For a flat tree that is the simulator's owed/delivered
+metric (``allot.sim.metrics``), kept as the log is folded rather than hour by hour; down a
+deeper tree each level shares out its own part, where the metric shares the cluster by
+global shares. Whenever what accounts want, the GPUs there are or the tree changes (a
+submission, a job's end, a node registered or lost, an account defined, changed or
+removed) and hourly at charges, the time since the last accrual is added to each
+account's owed, per hour, at the rates the water-fill gave. Rates are integers
+(micro-GPUs), so every machine folds the same numbers.
 """
 
 from allot.core.accounts import ancestry, parent_of
 from allot.core.fairshare import tree_weights
 from allot.core.model import HOUR_NS, AccountUsage, OwedTree, State, split
-from allot.core.wellformed import MAX_CHARGE_NS
 
 MICRO = 1_000_000  # rates are in millionths of a GPU
+MAX_STEP_NS = 24 * HOUR_NS  # the longest time one accrual adds
 _MICRO_GPU_NS_PER_GPU_MS = MICRO * 1_000_000  # a GPU-ms is a million GPU-ns
 
 
 def accrue(state: State, at: int, hourly: bool = False) -> None:
     """Add what was owed from the last accrual until ``at`` at the rates then; call before
-    changing what accounts want or the GPUs there are. Time never runs back: an ``at``
-    before the last accrual adds nothing. ``hourly``: only if an hour has turned since
-    (fair share counts usage by the hour: a charge needs no more)."""
-    if at <= state.owed_until or (hourly and at // HOUR_NS == state.owed_until // HOUR_NS):
+    changing what accounts want, the GPUs there are or the account tree. Time never runs
+    back: an ``at`` before the last accrual adds nothing. ``hourly``: only if an hour has
+    turned since (fair share counts usage by the hour: a charge needs no more)."""
+    last = state.owed_until
+    if at <= last:
+        # A clock far behind the last accrual says that one was wrong (an agent's clock
+        # years ahead, a forged stamp): owed goes on from here. Charges may lag, though.
+        if last - at > MAX_STEP_NS and not hourly:
+            state.owed_until = at
         return
-    # At most the last year, as a charge: one event stamped centuries ahead must not make
-    # the fold split centuries into hours (owed that long ago has decayed to nothing).
-    start = max(state.owed_until, at - MAX_CHARGE_NS)
+    if hourly and at // HOUR_NS == last // HOUR_NS:
+        return
+    # At most a day at a time: one event stamped centuries ahead must neither make the
+    # fold split centuries into hours nor owe them. (While jobs run, charges come hourly;
+    # what waits with nothing running for a day is owed its last day only.)
+    start = max(last, at - MAX_STEP_NS)
     state.owed_until = at
     rates = owed_rates(state)
     if not rates:

@@ -64,7 +64,7 @@ def release(state: State, job: JobRecord, at: int) -> None:
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
-    if job.ended_at is None:
+    if not job.status.terminal:  # a stopped job has an end time, and is wanted still
         accrue(state, at)
         want(state, job.spec.account, -job.spec.total_gpus)
     release(state, job, at)

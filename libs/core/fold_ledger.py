@@ -37,6 +37,7 @@ def _account_defined(state: State, seq: int, e: AccountDefined | AccountUpdated)
     parent = parent_of(e.path)
     if parent is not None and parent not in state.accounts:
         raise Ignore(f"parent account {parent} is not defined")
+    accrue(state, e.meta.at)  # owed until now at the weights until now
     state.accounts[e.path] = e.settings
 
 
@@ -45,6 +46,7 @@ def _account_removed(state: State, seq: int, e: AccountRemoved) -> None:
         raise Ignore(f"unknown account {e.path}")
     if any(p.startswith(e.path + "/") for p in state.accounts):
         raise Ignore(f"account {e.path} still has child accounts")
+    accrue(state, e.meta.at)
     del state.accounts[e.path]
 
 
@@ -75,6 +77,7 @@ def _accounts_applied(state: State, seq: int, e: AccountsApplied) -> None:
         parent = parent_of(path)
         if parent is not None and parent not in tree:
             raise Ignore(f"parent account {parent} of {path} is not defined")
+    accrue(state, e.meta.at)
     state.accounts = tree
 
 

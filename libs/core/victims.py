@@ -90,6 +90,8 @@ def _on_one_node(
             victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in victims) < deficit:
             continue  # not even all of them together free enough here
+        if _placed_with(capacity, spec, [space.model], victims) is None:
+            continue  # nor where it fits (in one NVLink island): no subset would either
         bound = _lower_bound(victims, node_id, deficit)
         nodes.append((bound, space.order, node_id, victims, deficit))
     best: _Best | None = None

@@ -17,9 +17,12 @@ jobs waited, so the four add up to about what occupancy misses of 1 (a stopping 
 count as busy here until it has stopped).
 """
 
+from collections.abc import Iterable, Iterator
+
 from allot.core.model import State
 from allot.core.planning.cycle import Reservation
 from allot.core.quota import GPU
+from allot.proto.events import Placement
 
 KINDS = ("held", "reserved", "too_small", "unplaced")
 NS_PER_S = 1_000_000_000
@@ -67,9 +70,19 @@ class IdleTally:
     ) -> tuple[int, int, int, int]:
         used = sum(held.get(GPU, 0) for path, held in state.quota_used.items() if "/" not in path)
         free = max(0, capacity - used)
-        held = min(free, sum(len(p.gpus) for kept in state.holds.values() for p in kept))
+        held = min(free, sum(map(len, _free_of(state, state.holds.values()))))
         set_aside = sum(len(p.gpus) for p in reservation.set_aside) if reservation else 0
         reserved = min(free - held, set_aside)
         rest = free - held - reserved
         fits = bool(state.sized_queues) and min(state.sized_queues) <= rest
         return held, reserved, 0 if fits else rest, rest if fits else 0
+
+
+def _free_of(state: State, holds: Iterable[list[Placement]]) -> Iterator[list[int]]:
+    """Of the GPUs kept for held jobs, those free already (their victims still hold the
+    rest while they stop)."""
+    for kept in holds:
+        for placement in kept:
+            node = state.nodes.get(placement.node_id)
+            if node is not None:
+                yield [g for g in placement.gpus if g not in node.allocated]

@@ -2,6 +2,7 @@
 fair share on the ``owed`` basis that holds usage against it."""
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,8 +11,16 @@ from allot.core.entitlement import MICRO, owed_rates, water_fill
 from allot.core.fairshare import FairSharePolicy, standings
 from allot.core.model import HOUR_NS, AccountUsage
 from allot.core.snapshot import decode_snapshot, encode_snapshot
-from allot.core.wellformed import MAX_CHARGE_NS, MAX_QUANTITY
-from allot.proto.events import Event, JobCancelRequested
+from allot.core.wellformed import MAX_QUANTITY
+from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    AccountUpdated,
+    Event,
+    JobCancelRequested,
+    JobRequeued,
+    StopRequested,
+)
 from tests import builders as b
 
 GPU_HOUR_MS = 3_600_000  # GPU-ms in a GPU-hour
@@ -167,12 +176,54 @@ def test_rates_are_micro_gpus_computed_again_only_when_what_they_come_from_chang
     assert owed_rates(state) == {"x": 6 * MICRO}
 
 
-def test_an_event_stamped_far_ahead_accrues_at_most_a_year() -> None:
+def test_a_clock_far_ahead_adds_at_most_a_day_and_stops_nothing() -> None:
+    # A node agent whose clock is years ahead (or a forged stamp) registers again: at most
+    # a day is owed for it, and the honest events after it accrue as they would.
     state = fold(
         at(b.node("n1", 8), 0),
         at(b.submitted("a1", 8, account="lab/a"), 0),
-        at(b.submitted("a2", 1, account="lab/a"), MAX_QUANTITY),  # forged: 292 years on
+        at(b.node("n1", 8), MAX_QUANTITY),
+        at(b.submitted("b1", 8, account="lab/b"), 2 * HOUR_NS),
+        at(b.submitted("b2", 1, account="lab/b"), 12 * HOUR_NS),
     )
-    year_hours = MAX_CHARGE_NS // HOUR_NS
-    assert owed_gpu_hours(state, "lab/a") <= 8 * (year_hours + 1)
-    assert state.owed_until == MAX_QUANTITY
+    assert owed_gpu_hours(state, "lab/a") <= 8 * 2 + 8 * 24 + 4 * 10
+    assert owed_gpu_hours(state, "lab/b") == 4 * 10  # half of 8 GPUs from 2 h to 12 h
+    assert state.owed_until == 12 * HOUR_NS
+
+
+def test_a_stopped_job_wants_nothing_once_it_has_ended() -> None:
+    # Stopped for another, then (resumable or not) ended: its GPUs are no longer wanted.
+    for resumable in (False, True):
+        events = [
+            at(b.node("n1", 8), 0),
+            at(b.submitted("j", 8, account="lab/a", resumable=resumable), 0),
+            at(b.plan(("j", "n1", list(range(8)))), 1),
+            at(b.started("j", "n1", list(range(8))), 2),
+            StopRequested(meta=b.meta(HOUR_NS), job_id="j", attempt=0, kind="preempt",
+                          reason="for k", grace_ns=10**9),
+            msgspec.structs.replace(b.exited("j", "n1", None), stopped_in_ns=1,
+                                    meta=b.meta(HOUR_NS + 5)),
+            at(b.preempted("j"), HOUR_NS + 6),
+        ]  # fmt: skip
+        if resumable:  # requeued, then cancelled while it waits
+            events.append(JobRequeued(meta=b.meta(HOUR_NS + 7), job_id="j", reason="preempted"))
+            events.append(end("j", HOUR_NS + 8))
+        events.append(at(b.submitted("k", 1, account="lab/b"), 5 * HOUR_NS))
+        state = fold(*events)
+        assert state.jobs["j"].status.terminal
+        assert state.wanted == {"lab/b": 1}
+        assert owed_gpu_hours(state, "lab/a") == pytest.approx(8.0, abs=0.01)
+
+
+def test_weights_changed_count_from_the_change_on() -> None:
+    state = fold(
+        at(b.node("n1", 8), 0),
+        AccountDefined(meta=b.meta(0), path="a", settings=AccountSettings()),
+        AccountDefined(meta=b.meta(0), path="b", settings=AccountSettings()),
+        at(b.submitted("a1", 8, account="a"), 0),
+        at(b.submitted("b1", 8, account="b"), 0),
+        AccountUpdated(meta=b.meta(10 * HOUR_NS), path="a", settings=AccountSettings(weight=3)),
+        at(b.submitted("b2", 1, account="b"), 12 * HOUR_NS),
+    )
+    assert owed_gpu_hours(state, "a") == 4 * 10 + 6 * 2
+    assert owed_gpu_hours(state, "b") == 4 * 10 + 2 * 2

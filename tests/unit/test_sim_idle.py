@@ -4,8 +4,12 @@ out by hand."""
 import pytest
 
 from allot.core.policies import POLICIES
+from allot.proto.events import Placement
+from allot.sim.idle import IdleTally
 from allot.sim.simulator import Settings, simulate
 from allot.sim.trace import TraceJob
+from tests import builders as b
+from tests.builders import fold
 
 ONE_NODE = Settings(nodes=1, gpus_per_node=8)
 HOUR = 3600.0
@@ -41,3 +45,20 @@ def test_free_gpus_too_few_for_any_waiting_job_are_counted_as_too_small() -> Non
 def test_nothing_is_idle_while_no_job_waits() -> None:
     result = simulate([job("alone", 2, 5)], ONE_NODE, POLICIES["allot"], "allot")
     assert all(result[f"idle_{k}"] == 0 for k in ("held", "reserved", "too_small", "unplaced"))
+
+
+def test_gpus_kept_for_a_preemptor_count_as_held_only_once_free() -> None:
+    # v holds all of n1 and is stopping for p; n2 has 6 GPUs free: those are too few for
+    # p, and none of n1's is idle yet.
+    state = fold(
+        b.node("n1", 8), b.node("n2", 8),
+        b.submitted("v", 8, account="x"), b.submitted("s", 2, account="x"),
+        b.plan(("v", "n1", list(range(8))), ("s", "n2", [0, 1])),
+        b.started("v", "n1", list(range(8))), b.started("s", "n2", [0, 1]),
+        b.submitted("p", 8, account="y"),
+    )  # fmt: skip
+    state.holds["p"] = [Placement(node_id="n1", gpus=list(range(8)))]
+    tally = IdleTally()
+    tally.observe(state, 0, None)
+    tally.observe(state, 10**9, None)
+    assert tally.gpu_s == {"held": 0.0, "reserved": 0.0, "too_small": 6.0, "unplaced": 0.0}
