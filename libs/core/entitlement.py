@@ -57,7 +57,7 @@ def accrue(state: State, at: int, hourly: bool = False) -> None:
         owed.total_gpu_ms += gpu_ms
         for hour, amount in split(start, at, gpu_ms, 0, HOUR_NS):
             owed.add(hour, amount)
-    state.usage_version += 1
+    state.owed_version += 1
 
 
 def want(state: State, account: str, gpus: int) -> None:

@@ -171,9 +171,10 @@ class StandingsMemo:
     def standings(self, now: int, policy: FairSharePolicy) -> dict[str, Standing]:
         state = self.state
         now -= now % RESOLUTION_NS
-        # Nothing charged, no account added (a job's new account is one), the same hour:
-        # the same ranking.
-        unchanged = (state.fair_share_version, state.usage_version, now, policy)
+        # Nothing charged (or owed, on that basis), no account added (a job's new account
+        # is one), the same hour: the same ranking.
+        owed = state.owed_version if policy.basis == "owed" else None
+        unchanged = (state.fair_share_version, state.usage_version, owed, now, policy)
         if unchanged == self._unchanged:
             return self._value
         tree = state.fair_share_version

@@ -357,6 +357,7 @@ class State:
         self.policies: dict[str, str] = {}  # policy hash -> its settings (JSON)
         self.fair_share_version = 0  # bumped whenever the accounts change (not their usage)
         self.usage_version = 0  # bumped with every charge
+        self.owed_version = 0  # bumped whenever what accounts were owed grew
         self.nodes_version = 0  # bumped whenever a node changes (not what it holds)
         # Bumped whenever what jobs hold or the GPUs kept for waiting jobs may have changed,
         # or how a holder runs (started, checkpointed, being stopped or cancelled)...

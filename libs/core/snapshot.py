@@ -65,6 +65,7 @@ class StateImage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     policies: dict[str, str]
     fair_share_version: int
     usage_version: int
+    owed_version: int
     nodes_version: int
     holders_version: int
     ignored: list[IgnoredEvent]
@@ -130,6 +131,7 @@ def encode_state(state: State) -> bytes:
         policies=state.policies,
         fair_share_version=state.fair_share_version,
         usage_version=state.usage_version,
+        owed_version=state.owed_version,
         nodes_version=state.nodes_version,
         holders_version=state.holders_version,
         ignored=state.ignored,
@@ -257,6 +259,7 @@ def _state(image: StateImage) -> State:
     state.policies = image.policies
     state.fair_share_version = image.fair_share_version
     state.usage_version = image.usage_version
+    state.owed_version = image.owed_version
     state.nodes_version = image.nodes_version
     state.holders_version = image.holders_version
     state.holder_changes = ChangeFeed()

@@ -227,3 +227,27 @@ def test_weights_changed_count_from_the_change_on() -> None:
     )
     assert owed_gpu_hours(state, "a") == 4 * 10 + 6 * 2
     assert owed_gpu_hours(state, "b") == 4 * 10 + 2 * 2
+
+
+def test_the_memo_ranks_again_when_only_what_was_owed_grew() -> None:
+    """Within one hour and with nothing charged, a submission accrues what was owed: on the
+    owed basis that moves the standings, and the memo must not serve the old ones."""
+    from allot.core.fairshare import StandingsMemo
+
+    state = fold(
+        at(b.node("n1", 8), 0),
+        at(b.submitted("a1", 8, account="lab/a"), 0),
+        at(b.submitted("b1", 8, account="lab/b"), 10 * 60 * 10**9),
+    )
+    for path, gpu_ms in [("lab/a", GPU_HOUR_MS), ("lab/b", GPU_HOUR_MS // 2)]:
+        for parent in (path, "lab"):
+            booked = state.usage.setdefault(parent, AccountUsage())
+            booked.total_gpu_ms += gpu_ms
+            booked.add(0, gpu_ms)
+    policy, now = FairSharePolicy(basis="owed"), 50 * 60 * 10**9
+    memo = StandingsMemo(state)
+    before = memo.standings(now, policy)
+    apply(state, 4, at(b.submitted("b2", 1, account="lab/b"), 40 * 60 * 10**9))
+    after = memo.standings(now, policy)
+    assert after == standings(state, now, policy)
+    assert after != before
