@@ -923,6 +923,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
     )
     stack.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
+    stack.add_argument(
+        "--cli-runs", type=int, default=20,
+        help="`allot submit` processes timed one after another, cold (default 20)",
+    )  # fmt: skip
     stack.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
     stack.add_argument(
         "--insecure", action="store_true", help="without identities, to measure what they cost"
