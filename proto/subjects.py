@@ -75,6 +75,9 @@ def is_principal(name: str) -> bool:
     return len(name) <= MAX_PRINCIPAL and _TOKEN.fullmatch(name) is not None
 
 
+LOG_REPLICAS = 3  # copies of the log a cluster keeps: one member may go, a quorum stays
+
+
 class StreamSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How the log is stored. Duplicate submissions within the window are dropped by the
     server; older retries are caught by the intake's own idempotency index. ``replicas``:

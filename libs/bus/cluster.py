@@ -15,9 +15,9 @@ from allot.bus.identity import Keyring
 from allot.bus.permissions import Cluster
 from allot.bus.server import Backoff, EmbeddedNats, free_port
 from allot.bus.tls import ServerTls
+from allot.proto.subjects import LOG_REPLICAS
 
 CLUSTER_NAME = "allot"
-LOG_REPLICAS = 3  # copies of the log a cluster keeps: one member may go, a quorum stays
 
 
 class NatsCluster:

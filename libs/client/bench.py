@@ -1,4 +1,5 @@
-"""``allot bench stack``: submit-to-start latency on an idle stack and sustained intake throughput.
+"""``allot bench stack``: submit-to-start latency on an idle stack, the wall time of a cold
+``allot submit`` process, and sustained intake throughput.
 
 It starts its own stack in a temporary directory, so the numbers do not depend on what else
 runs. Latency is measured from the ``at`` of ``JobSubmitted`` (stamped by intake) to the
@@ -10,7 +11,9 @@ long the planner needs to state a reason for every queued job.
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,16 +44,19 @@ async def bench(args: argparse.Namespace) -> int:
         try:
             async with await stack.client() as client:
                 latency = await submit_to_start(client, args.jobs)
+                cli = await cli_submit_wall(stack, args.cli_runs)
                 throughput = await intake_throughput(client, args.burst, args.concurrency)
         finally:
             await stack.stop()
-    result = {"submit_to_start_ms": latency, "intake": throughput}
+    result = {"submit_to_start_ms": latency, "cli_submit_ms": cli, "intake": throughput}
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         print(
             f"submit→start over {args.jobs} jobs: p50 {latency['p50']:.1f} ms, "
             f"p99 {latency['p99']:.1f} ms, max {latency['max']:.1f} ms\n"
+            f"`allot submit`, a process each, over {args.cli_runs} runs: p50 {cli['p50']:.0f} ms, "
+            f"p90 {cli['p90']:.0f} ms\n"
             f"intake: {throughput['submissions']:.0f} submissions in {throughput['seconds']:.2f} s "
             f"= {throughput['per_second']:.0f}/s (concurrency {args.concurrency}); "
             f"planner caught up {throughput['planner_caught_up_after_s']:.2f} s later, "
@@ -75,6 +81,29 @@ async def submit_to_start(client: AsyncClient, jobs: int) -> dict[str, float]:
         "max": max(samples),
         "jobs": float(jobs),
     }
+
+
+async def cli_submit_wall(stack: Stack, runs: int) -> dict[str, float]:
+    """Wall time of ``allot submit`` as a CI job runs it: a new process each time, from
+    start to the job id printed (Python's start-up and imports included)."""
+    env = {**os.environ, "ALLOT_NATS_URL": stack.url}
+    for name, path in (("ALLOT_IDENTITY", stack.operator), ("ALLOT_TLS_CA", stack.tls_ca)):
+        if path is None:
+            env.pop(name, None)
+        else:
+            env[name] = str(path)
+    command = [sys.executable, "-m", "allot.client.cli", "submit", "--gpus", "1",
+               "--account", "bench/cli", "--", "true"]  # fmt: skip
+    samples: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = await asyncio.to_thread(
+            subprocess.run, command, env=env, capture_output=True, text=True, timeout=60
+        )
+        samples.append((time.perf_counter() - started) * 1e3)
+        if done.returncode != 0:
+            raise RuntimeError(f"allot submit failed: {done.stderr.strip()[-500:]}")
+    return {"p50": statistics.median(samples), "p90": percentile(samples, 90), "runs": runs}
 
 
 async def intake_throughput(client: AsyncClient, total: int, concurrency: int) -> dict[str, float]:

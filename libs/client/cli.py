@@ -14,7 +14,6 @@ import msgspec
 
 from allot.bus import tracing
 from allot.bus.identity import IdentityError, Keyring
-from allot.bus.server import EmbeddedNats
 from allot.client import deploy, exitcodes, failures, kubernetes, output, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
@@ -28,11 +27,10 @@ from allot.client.readers import (
     cmd_status,
 )
 from allot.client.session import connect, current_file, emit
-from allot.core import JobStatus
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate
-from allot.core.owed import owed_and_delivered
+from allot.core.model import JobStatus
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
 from allot.proto.events import TIERS, TOPOLOGIES
 from allot.proto.queries import NODES, NodesQuery
@@ -253,6 +251,8 @@ async def cmd_budget_grant(args: argparse.Namespace) -> int:
 
 
 async def cmd_budget_report(args: argparse.Namespace) -> int:
+    from allot.core.owed import owed_and_delivered  # folds the log
+
     async with await connect(args) as client:
         records = await client.events.read()
     end = time.time_ns()
@@ -376,6 +376,8 @@ def print_record(args: argparse.Namespace, record: Any) -> None:
 async def cmd_users_add(args: argparse.Namespace) -> int:
     """A new identity in the keyring of the ``allot up`` running here, admitted at once;
     or in the folder ``--identities`` names, for a server run by ``allot deploy``."""
+    from allot.bus.server import EmbeddedNats
+
     if args.identities is not None:
         return _add_to_installation(args)
     try:
@@ -565,7 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics on 127.0.0.1:PORT (default 9464; 0: a free port)",
     )  # fmt: skip
     # up imports this module: not at its top
-    from allot.client.up import dashboard_option, nats_cluster_option
+    from allot.client.upargs import dashboard_option, nats_cluster_option
 
     dashboard_option(up)
     nats_cluster_option(up)
@@ -921,6 +923,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
     )
     stack.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
+    stack.add_argument(
+        "--cli-runs", type=int, default=20,
+        help="`allot submit` processes timed one after another, cold (default 20)",
+    )  # fmt: skip
     stack.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
     stack.add_argument(
         "--insecure", action="store_true", help="without identities, to measure what they cost"

@@ -29,7 +29,7 @@ from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted, servers
-from allot.core import JobRecord, JobStatus, State, apply_record, refold
+from allot.core.model import JobRecord, JobStatus, State
 from allot.core.ranks import Process, process_of_worker
 from allot.core.validate import already_ended
 from allot.proto.commands import (
@@ -375,6 +375,8 @@ class AsyncClient:
 
     async def state(self) -> State:
         """The whole log, folded."""
+        from allot.core.fold import apply_record  # the fold: only for those who fold
+
         state = State()
         records = await self.events.read()
         for record in records:
@@ -437,6 +439,8 @@ class AsyncClient:
 
     async def states(self) -> AsyncGenerator[State, None]:
         """The folded state after every event, from the start of the log, then live."""
+        from allot.core.fold import apply_record, refold
+
         state = State()
         if await self.events.last_seq() == 0:
             yield state

@@ -1,20 +1,25 @@
-"""Human-readable tables and JSON views of the folded state."""
+"""Human-readable tables and JSON views of the folded state.
+
+The planner and the fold are loaded only by the views that plan or fold (``queue_rows``,
+``explain``, ``runs_on``): a command that shows one job starts without them."""
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from allot.bus.eventlog import Record
-from allot.core import DEFAULT_POLICY, JobRecord, NodeRecord, State, apply_record, plan, queue
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate, fates
 from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
-from allot.core.owed import OwedDelivered
-from allot.core.planning import Policy, Waiting
+from allot.core.model import JobRecord, NodeRecord, State
 from allot.proto.events import AccountSettings, JobStarted, PendingReason
+
+if TYPE_CHECKING:
+    from allot.core.owed import OwedDelivered
+    from allot.core.planning import Policy, Waiting
 
 
 def printable(text: str) -> str:
@@ -129,10 +134,13 @@ def job_detail(job: JobRecord) -> str:
     return "\n".join(lines)
 
 
-def queue_rows(state: State, now: int, policy: Policy = DEFAULT_POLICY) -> list[dict[str, Any]]:
-    """Pending jobs in the order of the planner's ``policy``, each with why it waits as the
-    planner sees it now (the figures of the moment included), its account's rank and an
-    estimated start where one is known."""
+def queue_rows(state: State, now: int, policy: "Policy | None" = None) -> list[dict[str, Any]]:
+    """Pending jobs in the order of the planner's ``policy`` (default: the ``allot``
+    policy), each with why it waits as the planner sees it now (the figures of the moment
+    included), its account's rank and an estimated start where one is known."""
+    from allot.core.planning import DEFAULT_POLICY, plan, queue
+
+    policy = DEFAULT_POLICY if policy is None else policy
     ranked = standings(state, now, policy.fair_share)
     decided = plan(state, now, policy, whole_queue=True)
     waiting = {w.reason.job_id: w for w in decided.waiting}
@@ -162,7 +170,7 @@ def queue_rows(state: State, now: int, policy: Policy = DEFAULT_POLICY) -> list[
     return rows
 
 
-def waiting_text(waiting: Waiting) -> str:
+def waiting_text(waiting: "Waiting") -> str:
     detail = {k: v for k, v in waiting.detail.items() if k != "estimated_start"}
     text = reason_text(waiting.reason)
     if detail:
@@ -326,6 +334,8 @@ def runs_on(records: Sequence[Record], prefix: str) -> tuple[State, list[GpuRun]
     first), and every such UUID it knows. A start the fold refused (a duplicate, a report
     for a job not on that node) ran nothing, and a UUID is taken only where the node that
     reports it registered that device with it."""
+    from allot.core.fold import apply_record
+
     state, runs = State(), []
     for record in records:
         ignored = len(state.ignored)
@@ -407,11 +417,11 @@ def accounts_table(accounts: Mapping[str, AccountSettings]) -> str:
 
 
 def budget_rows(
-    state: State, now: int, window_ns: int, fair_share: FairSharePolicy = DEFAULT_POLICY.fair_share
+    state: State, now: int, window_ns: int, fair_share: FairSharePolicy | None = None
 ) -> list[dict[str, Any]]:
     """Per account: its share among siblings, usage in the window, fair-share level factor
     and rank (decayed usage, the planner's ``fair_share``), and budget left this period."""
-    ranked = standings(state, now, fair_share)
+    ranked = standings(state, now, fair_share or FairSharePolicy())
     windowed = standings(state, now, FairSharePolicy(window_ns=window_ns))
     rows = []
     for path, standing in sorted(ranked.items(), key=lambda item: item[1].rank):
@@ -468,7 +478,7 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
     return table(["ACCOUNT", "RANK", "SHARE", "USED GPU-H", "FACTOR", "BUDGET LEFT GPU-H"], lines)
 
 
-def owed_table(report: list[OwedDelivered]) -> str:
+def owed_table(report: "list[OwedDelivered]") -> str:
     rows = [
         [
             "  " * r.account.count("/") + r.account.rsplit("/", 1)[-1],
@@ -495,13 +505,16 @@ def explain(
     state: State,
     job: JobRecord,
     now: int,
-    policy: Policy = DEFAULT_POLICY,
+    policy: "Policy | None" = None,
     row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Why a job is where it is: its place and reason while it waits, where and how it
     was admitted, how it ended; and the fair-share numbers of its account, as the planner's
-    ``policy`` sees them. ``row``: the job's row of ``queue_rows``, if they were made
-    already (else the queue is planned here)."""
+    ``policy`` sees them (default: the ``allot`` policy). ``row``: the job's row of
+    ``queue_rows``, if they were made already (else the queue is planned here)."""
+    from allot.core.planning import DEFAULT_POLICY
+
+    policy = DEFAULT_POLICY if policy is None else policy
     standing = standings(state, now, policy.fair_share).get(job.spec.account)
     view: dict[str, Any] = {
         "job_id": job.job_id,

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import msgspec
 
-from allot.bus.cluster import LOG_REPLICAS, NatsCluster
+from allot.bus.cluster import NatsCluster
 from allot.bus.identity import OPERATOR, Identity, Keyring, load
 from allot.bus.local_ca import local_ca
 from allot.bus.server import Backoff, EmbeddedNats, dies_with_parent, free_port
 from allot.bus.tls import CA_ENV, client_context
 from allot.client.client import AsyncClient
 from allot.client.deploy import prepare_log
+from allot.proto.subjects import LOG_REPLICAS
 
 log = logging.getLogger("allot.up")
 _NODES = re.compile(r"^(\d+)x(\d+)$")

@@ -16,10 +16,13 @@ def run(*args: str) -> dict[str, object]:
 
 
 def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
-    report = run("bench", "stack", "--jobs", "5", "--burst", "50")
-    latency, intake = report["submit_to_start_ms"], report["intake"]
+    report = run("bench", "stack", "--jobs", "5", "--burst", "50", "--cli-runs", "3")
+    latency, cli, intake = report["submit_to_start_ms"], report["cli_submit_ms"], report["intake"]
     assert isinstance(latency, dict)
+    assert isinstance(cli, dict)
     assert isinstance(intake, dict)
+    assert cli["runs"] == 3
+    assert 0 < cli["p50"] <= cli["p90"]
     assert latency["jobs"] == 5
     assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
     assert intake["submissions"] == 50

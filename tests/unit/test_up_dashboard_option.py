@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from allot.client.up import DASHBOARD_PORT, dashboard_option
+from allot.client.upargs import DASHBOARD_PORT, dashboard_option
 
 
 def test_the_dashboard_port_defaults_to_8265_and_takes_0_for_a_free_one() -> None:

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from allot.client.up import nats_cluster_option
+from allot.client.upargs import nats_cluster_option
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,0 +1,65 @@
+"""What a command line that only submits a job loads: the client, the wire contract and
+NATS; never the planner, the fold, the simulator, the services or a plotting library. Each
+of them costs start-up time on every `allot submit` a CI pipeline makes."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from allot.bus import EmbeddedNats, EventLog
+from allot.services.intake.app import Intake
+from tests import builders as b
+
+# Module prefixes the submit path must not import.
+NOT_FOR_SUBMIT = (
+    "allot.core.planning",
+    "allot.core.fold",
+    "allot.sim",
+    "allot.services",
+    "allot.bus.server",
+    "matplotlib",
+    "numpy",
+)
+
+
+@pytest.fixture
+async def intake(event_log: EventLog) -> AsyncIterator[Intake]:
+    await event_log.append(b.node("n1", 8))
+    service = Intake(event_log)
+    running = asyncio.create_task(service.run())
+    yield service
+    running.cancel()
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules a process loaded, from what ``python -X importtime`` wrote."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+async def test_allot_submit_loads_no_planner_simulator_or_plotting(
+    tmp_path: Path, nats_server: EmbeddedNats, intake: Intake
+) -> None:
+    env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
+    for name in ("ALLOT_NATS_URL", "ALLOT_IDENTITY", "ALLOT_TLS_CA"):
+        env.pop(name, None)
+    command = [sys.executable, "-X", "importtime", "-m", "allot.client.cli", "submit",
+               "--gpus", "1", "--account", "ml/vision", "--nats-url", nats_server.url,
+               "--", "true"]  # fmt: skip
+    done = await asyncio.to_thread(
+        subprocess.run, command, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip(), "no job id printed"
+    loaded = imported(done.stderr)
+    assert "allot.client.client" in loaded  # it did read the import log
+    assert "nats" in loaded
+    assert sorted(m for m in loaded if m.startswith(NOT_FOR_SUBMIT)) == []
