@@ -95,9 +95,16 @@ def read_grant(
         bad("share", request.share, "no nodes are registered, so a share has no size yet")
     if errors:
         return None, errors
+    share_ppm: int | None = None
     if request.gpu_hours is not None:
-        return (round(request.gpu_hours * MS_PER_HOUR), period_ns, None), []
-    assert request.share is not None
-    share_ppm = round(request.share * 1_000_000)
-    gpu_ms = capacity(state).gpus * (period_ns // 1_000_000) * share_ppm // 1_000_000
+        gpu_ms = round(request.gpu_hours * MS_PER_HOUR)
+    else:
+        assert request.share is not None
+        share_ppm = round(request.share * 1_000_000)
+        gpu_ms = capacity(state).gpus * (period_ns // 1_000_000) * share_ppm // 1_000_000
+    if gpu_ms <= 0:  # above 0 as given, yet nothing once in whole GPU-ms (and ppm)
+        field = "gpu_hours" if share_ppm is None else "share"
+        bad(field, getattr(request, field), "too small to hold anything: a budget is at "
+            "least 1 GPU-ms per period, a share at least 0.000001")  # fmt: skip
+        return None, errors
     return (gpu_ms, period_ns, share_ppm), []

@@ -124,6 +124,10 @@ def test_a_grant_in_gpu_hours_or_as_a_share_of_the_cluster() -> None:
         ({"gpu_hours": 5, "period": "0s"}, "period"),
         ({"gpu_hours": 5, "period": "367d"}, "period"),
         ({"gpu_hours": 5, "period": "9" * 5000 + "d"}, "period"),
+        # Above 0, yet less than the smallest amount a budget holds: granted, it would be 0.
+        ({"gpu_hours": 1e-10}, "gpu_hours"),
+        ({"share": 1e-9}, "share"),
+        ({"share": 1e-5, "period": "1s"}, "share"),  # 8 GPUs for a second: 0.08 GPU-ms
     ],
 )
 def test_a_bad_grant_names_the_field(request_fields: dict[str, object], field: str) -> None:
