@@ -6,14 +6,10 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
-from allot.bus import EmbeddedNats, EventLog
+from allot.bus import EmbeddedNats
 from allot.services.intake.app import Intake
-from tests import builders as b
 
 # Module prefixes the submit path must not import.
 NOT_FOR_SUBMIT = (
@@ -25,15 +21,6 @@ NOT_FOR_SUBMIT = (
     "matplotlib",
     "numpy",
 )
-
-
-@pytest.fixture
-async def intake(event_log: EventLog) -> AsyncIterator[Intake]:
-    await event_log.append(b.node("n1", 8))
-    service = Intake(event_log)
-    running = asyncio.create_task(service.run())
-    yield service
-    running.cancel()
 
 
 def imported(stderr: str) -> set[str]:

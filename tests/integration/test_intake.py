@@ -25,15 +25,6 @@ from tests import builders as b
 
 
 @pytest.fixture
-async def intake(event_log: EventLog) -> AsyncIterator[Intake]:
-    await event_log.append(b.node("n1", 8))
-    service = Intake(event_log)
-    running = asyncio.create_task(service.run())
-    yield service
-    running.cancel()
-
-
-@pytest.fixture
 async def client(nats_server: EmbeddedNats, intake: Intake) -> AsyncIterator[AsyncClient]:
     async with await AsyncClient.connect(nats_server.url) as c:
         await c.ready(timeout=10, services=("intake",))
