@@ -126,6 +126,9 @@ class Cycle:
         # (demand, may use set-aside GPUs) -> the refusal, and the quota version it was
         # made at (``judge.verdict``)
         self.refused: dict[tuple[Demand, bool], tuple[Refusal, int]] = {}
+        # demand -> whether it borrows on every model (``borrows_anywhere``), and the quota
+        # version that was worked out at
+        self._borrowing: dict[Demand, tuple[bool, int]] = {}
 
     def admission(self, admitted: Admitted) -> Admission:
         return Admission(
@@ -152,6 +155,26 @@ class Cycle:
             return False
         model = self.capacity.nodes[placements[0].node_id].model
         return quotas.borrows(job.spec.account, needs(job.spec, model))
+
+    def borrows_anywhere(self, job: JobRecord) -> bool:
+        """Whether the job would borrow quota on every GPU model it may run on: then
+        ``borrows`` holds for any placement found for it, and the fill need not look for one
+        before putting it back. Kept by demand while nothing is charged (``borrows`` reads
+        only the account's path, its use and the job's demand)."""
+        quotas = self.quotas
+        if not quotas.active:
+            return False
+        demand = demand_of(job.spec)
+        known = self._borrowing.get(demand)
+        if known is not None and known[1] == quotas.version:
+            return known[0]
+        models = self.models_of(job)
+        account = job.spec.account
+        anywhere = bool(models) and all(
+            quotas.borrows(account, needs(job.spec, model)) for model in models
+        )
+        self._borrowing[demand] = (anywhere, quotas.version)
+        return anywhere
 
     def models_of(self, job: JobRecord) -> list[str]:
         return self.models_of_spec(job.spec)

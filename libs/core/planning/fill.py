@@ -24,9 +24,11 @@ def fill(cycle: Cycle, limit: int) -> None:
         if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
             continue  # looked at, or kept for; or what is left shrank since the merge began
         limit -= 1
+        admitted = len(cycle.admitted)
         if not _try(cycle, job, borrowing):
             return
-        left = _left(cycle)
+        if len(cycle.admitted) != admitted:  # only an admission leaves less room
+            left = _left(cycle)
     for job in borrowing:
         if job.spec.total_gpus <= _left(cycle) and not _try(cycle, job):
             return
@@ -41,6 +43,12 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
         # Its shape found no room on the models its quota allows (all, when quotas do not
         # name models; none would be a refusal anyway): refused, whatever its quota, which
         # a cycle past its depth states nothing about.
+        return True
+    if borrowing is not None and cycle.borrows_anywhere(job):
+        # Wherever it were placed it would borrow: put back without looking for room. Should
+        # it find none, it finds none when tried again at the end either (room and quota
+        # only shrink in a fill), and what the fill tried is told nothing.
+        borrowing.append(job)
         return True
     found, _ = verdict(cycle, job, short)
     if isinstance(found, list):
