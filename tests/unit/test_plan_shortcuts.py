@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import State, plan
+from allot.core.placement import Capacity, NodeSpace
 from allot.core.planning import Policy
 from allot.core.planning.cycle import Cycle
 from allot.core.policies import POLICIES
+from allot.proto.events import Topology
 from tests.unit.test_quota_properties import (
     NOW,
     TIERS,
@@ -62,3 +64,48 @@ def test_the_fill_puts_back_jobs_that_borrow_anywhere_as_if_it_had_placed_them(
 ) -> None:
     never = mock.patch.object(Cycle, "borrows_anywhere", return_value=False)
     _alike_without(state, policy, never)
+
+
+@st.composite
+def spaces_and_freed(draw: st.DrawFn) -> tuple[list[NodeSpace], list[tuple[str, list[int]]]]:
+    """Nodes of two models in two racks, islands of various sizes, some GPUs free; and GPUs
+    to free, by node: mostly held ones, some free already, some of no such GPU or node."""
+    spaces, freed = [], []
+    for n in range(draw(st.integers(1, 5))):
+        sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+        every, start = [], 0
+        for size in sizes:
+            every.append(list(range(start, start + size)))
+            start += size
+        free = [[g for g in island if draw(st.booleans())] for island in every]
+        home = {g: i for i, island in enumerate(every) for g in island}
+        model, rack = draw(st.sampled_from(["A", "B"])), draw(st.sampled_from(["r1", "r2"]))
+        spaces.append(NodeSpace(f"n{n}", n, model, rack, free, home))
+        for _ in range(draw(st.integers(0, 2))):
+            gpus = draw(st.lists(st.integers(0, start), max_size=4))  # ``start``: none such
+            freed.append((draw(st.sampled_from([f"n{n}", "gone"])), gpus))
+    return spaces, freed
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    spaces_and_freed(),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.sampled_from(["any", "rack", "node", "nvlink"]),
+    st.sampled_from([["A"], ["B"], ["A", "B"], []]),
+)
+def test_fits_with_says_what_placing_with_the_gpus_lent_finds(
+    nodes: tuple[list[NodeSpace], list[tuple[str, list[int]]]],
+    workers: int,
+    per_worker: int,
+    topology: Topology,
+    models: list[str],
+) -> None:
+    spaces, freed = nodes
+    capacity = Capacity(spaces)
+    fits = capacity.fits_with(workers, per_worker, topology, models, freed)
+    trial = capacity.copy()
+    with trial.lent(freed):
+        placed = trial.place(workers, per_worker, topology, models)
+    assert fits == (placed is not None)
