@@ -9,13 +9,17 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.core import State, plan
+from allot.core import State, plan, preemption
 from allot.core.placement import Capacity, NodeSpace
 from allot.core.planning import Policy
 from allot.core.planning.cycle import Cycle
 from allot.core.policies import POLICIES
+from allot.core.preemption import Grounds, candidates, stoppable_jobs
+from allot.proto.codes import FAIR_SHARE, FUNDED, RECLAIM, TIER
 from allot.proto.events import Topology
+from tests import builders as b
 from tests.unit.test_quota_properties import (
+    HOUR,
     NOW,
     TIERS,
     account_settings,
@@ -109,3 +113,37 @@ def test_fits_with_says_what_placing_with_the_gpus_lent_finds(
     with trial.lent(freed):
         placed = trial.place(workers, per_worker, topology, models)
     assert fits == (placed is not None)
+
+
+ACCOUNT_SETS = st.frozensets(st.sampled_from(["org", "org/a", "org/b", "c"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    states,
+    st.sampled_from(TIERS),
+    st.builds(
+        Grounds,
+        funded=st.booleans(),
+        reclaims_from=ACCOUNT_SETS,
+        under_share=st.booleans(),
+        over_share=ACCOUNT_SETS,
+        allowed=st.frozensets(st.sampled_from([TIER, FUNDED, RECLAIM, FAIR_SHARE])),
+    ),
+    st.sampled_from([None, HOUR, 4 * HOUR]),
+)
+def test_candidates_past_the_slice_alone_are_those_of_the_whole_list(
+    state: State, tier: str, grounds: Grounds, time_slice: int | None
+) -> None:
+    running = stoppable_jobs(state, NOW, 60_000, time_slice)
+    waiting = msgspec.structs.replace(b.spec(), tier=tier)
+    found = candidates(running, waiting, grounds, set())
+    with mock.patch.object(preemption, "only_fair_share", return_value=False):
+        assert found == candidates(running, waiting, grounds, set())
+
+
+@settings(max_examples=200, deadline=None)
+@given(states, policies)
+def test_candidates_past_the_slice_alone_plan_alike(state: State, policy: Policy) -> None:
+    every = mock.patch.object(preemption, "only_fair_share", return_value=False)
+    _alike_without(state, policy, every)
