@@ -316,7 +316,7 @@ def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
             given.append((account, usage))
             sides = quotas.sides(spec.account, account)
             if sides is not None and account != spec.account and not at_most:
-                for resource in sides[2] & usage.keys():
+                for resource in sides[2].intersection(usage):
                     total, most = freed.get((sides[1], resource), (0, 0))
                     amount = usage[resource]
                     freed[sides[1], resource] = (total + amount, max(most, amount))
