@@ -30,8 +30,13 @@ def fill(cycle: Cycle, limit: int) -> None:
         if len(cycle.admitted) != admitted:  # only an admission leaves less room
             left = _left(cycle)
     for job in borrowing:
-        if job.spec.total_gpus <= _left(cycle) and not _try(cycle, job):
+        if job.spec.total_gpus > left:
+            continue
+        admitted = len(cycle.admitted)
+        if not _try(cycle, job):
             return
+        if len(cycle.admitted) != admitted:
+            left = _left(cycle)
 
 
 def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
