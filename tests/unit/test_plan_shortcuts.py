@@ -2,6 +2,7 @@
 plan with the shortcut taken, and with it turned off, over random states with quotas. A
 shortcut that changed any decision, or any reason told, fails here."""
 
+from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -10,9 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.core import State, plan, preemption
+from allot.core.model import JobRecord
 from allot.core.placement import Capacity, NodeSpace
-from allot.core.planning import Policy
+from allot.core.planning import Policy, fill
 from allot.core.planning.cycle import Cycle
+from allot.core.planning.fill import Queued
+from allot.core.planning.order import ordered
 from allot.core.policies import POLICIES
 from allot.core.preemption import Grounds, candidates, stoppable_jobs
 from allot.proto.codes import FAIR_SHARE, FUNDED, RECLAIM, TIER
@@ -147,3 +151,20 @@ def test_candidates_past_the_slice_alone_are_those_of_the_whole_list(
 def test_candidates_past_the_slice_alone_plan_alike(state: State, policy: Policy) -> None:
     every = mock.patch.object(preemption, "only_fair_share", return_value=False)
     _alike_without(state, policy, every)
+
+
+def _merged_again(cycle: Cycle, unreached: Queued, left: int) -> Iterator[JobRecord]:
+    """The plain way to the jobs a fill looks at: every queue of jobs of no more than
+    ``left`` GPUs merged again from the top, less the jobs the cycle looked at."""
+    looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
+    queue = ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left)
+    return (job for job in queue if job.job_id not in looked)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(states, roomy_states), policies)
+def test_the_fill_goes_on_where_the_cycle_stopped_as_if_it_merged_the_queues_again(
+    state: State, policy: Policy
+) -> None:
+    again = mock.patch.object(fill, "not_looked_at", _merged_again)
+    _alike_without(state, policy, again)

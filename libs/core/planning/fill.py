@@ -2,27 +2,30 @@
 are left, in queue order (``fill_depth`` of them at most), on the terms of phases 2 and 3.
 Those that do not fit are told nothing new, as any job past the depth."""
 
+from collections.abc import Iterable, Iterator
+
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, shape_of
 from allot.core.planning.judge import verdict
-from allot.core.planning.order import ordered
+
+Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
 
 
-def fill(cycle: Cycle, limit: int) -> None:
+def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
     """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
-    the reservation, which a job that ends before it starts may use) start where they fit."""
+    the reservation, which a job that ends before it starts may use) start where they fit.
+    ``unreached``: the jobs phases 2 and 3 did not look at, in order."""
     if cycle.no_room():
         return
     if not any(cycle.capacity.free_by_model.values()) and not _could_end_before(cycle):
         return  # only GPUs set aside for the reservation are free, and no job ends in time
-    looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     left = _left(cycle)
     borrowing: list[JobRecord] = []  # that would start, but borrow: after the rest
-    for job in ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left):
+    for job in not_looked_at(cycle, unreached, left):
         if limit == 0:
             break
-        if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
-            continue  # looked at, or kept for; or what is left shrank since the merge began
+        if job.job_id in cycle.state.holds or job.spec.total_gpus > left:
+            continue  # kept for; or what is left shrank since
         limit -= 1
         admitted = len(cycle.admitted)
         if not _try(cycle, job, borrowing):
@@ -37,6 +40,13 @@ def fill(cycle: Cycle, limit: int) -> None:
             return
         if len(cycle.admitted) != admitted:
             left = _left(cycle)
+
+
+def not_looked_at(cycle: Cycle, unreached: Queued, left: int) -> Iterator[JobRecord]:
+    """The jobs of no more than ``left`` GPUs that the cycle has not looked at, in queue
+    order: those phases 2 and 3 did not reach. (Merging the queues again from the top would
+    pass every job they looked at once more.)"""
+    return (job for _, job in unreached if job.spec.total_gpus <= left)
 
 
 def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
