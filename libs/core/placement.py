@@ -221,17 +221,25 @@ class Capacity:
         """Node id -> the sizes of its islands were ``freed`` free too, for the nodes given
         to (what ``give`` would count: this node's GPUs, each once)."""
         added: dict[str, set[int]] = {}
+        nodes = self.nodes
         for node_id, gpus in freed:
-            space = self.nodes.get(node_id)
-            if space is not None:
-                added.setdefault(node_id, set()).update(g for g in gpus if g in space.home)
+            space = nodes.get(node_id)
+            if space is None:
+                continue
+            known = added.get(node_id)
+            if known is None:
+                added[node_id] = space.home.keys() & gpus
+            else:
+                known.update(space.home.keys() & gpus)
         grown: dict[str, list[int]] = {}
         for node_id, given in added.items():
-            space = self.nodes[node_id]
+            space = nodes[node_id]
             sizes = [len(island) for island in space.islands]
-            free = {g for island in space.islands for g in island}
-            for index in given - free:
-                sizes[space.home[index]] += 1
+            if space.free:  # a full node (most, on a busy cluster) has none free already
+                given = given.difference(*space.islands)
+            home = space.home
+            for index in given:
+                sizes[home[index]] += 1
             grown[node_id] = sizes
         return grown
 
