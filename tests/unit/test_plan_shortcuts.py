@@ -2,6 +2,7 @@
 plan with the shortcut taken, and with it turned off, over random states with quotas. A
 shortcut that changed any decision, or any reason told, fails here."""
 
+import heapq
 from collections.abc import Iterator
 from typing import Any
 from unittest import mock
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from allot.core import State, plan, preemption
 from allot.core.model import JobRecord
 from allot.core.placement import Capacity, NodeSpace
-from allot.core.planning import Policy, fill
+from allot.core.planning import Policy, fill, preempt
 from allot.core.planning.cycle import Cycle
 from allot.core.planning.fill import Queued
 from allot.core.planning.order import ordered
@@ -22,6 +23,7 @@ from allot.core.preemption import Grounds, candidates, stoppable_jobs
 from allot.proto.codes import FAIR_SHARE, FUNDED, RECLAIM, TIER
 from allot.proto.events import Topology
 from tests import builders as b
+from tests.builders import fold
 from tests.unit.test_quota_properties import (
     HOUR,
     NOW,
@@ -168,3 +170,23 @@ def test_the_fill_goes_on_where_the_cycle_stopped_as_if_it_merged_the_queues_aga
 ) -> None:
     again = mock.patch.object(fill, "not_looked_at", _merged_again)
     _alike_without(state, policy, again)
+
+
+@given(st.sets(st.integers(1, 60)), st.sets(st.integers(1, 60)))
+def test_looked_at_and_unreached_follow_one_another_as_a_merge_orders_them(
+    looked: set[int], unreached: set[int]
+) -> None:
+    job = fold(b.submitted("j")).jobs["j"]
+    ours = [(p, 0, job) for p in sorted(looked)]
+    theirs = [(p, None, job) for p in sorted(unreached - looked)]
+    merged = preempt._merged(ours, iter(theirs))
+    assert list(merged) == list(heapq.merge(ours, theirs, key=lambda entry: entry[0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(states, roomy_states), policies)
+def test_the_scan_follows_on_without_merging_and_plans_alike(state: State, policy: Policy) -> None:
+    def merged(looked: list[Any], unreached: Iterator[Any]) -> Iterator[Any]:
+        return heapq.merge(looked, unreached, key=lambda entry: entry[0])
+
+    _alike_without(state, policy, mock.patch.object(preempt, "_merged", merged))
