@@ -185,12 +185,11 @@ class Cycle:
     def ends_before_reservation(self, job: JobRecord) -> bool:
         """Whether the job's declared runtime ends before the reservation starts: only such
         a job may use the GPUs set aside for it."""
+        reservation = self.reservation
+        if reservation is None:  # most cycles: asked of every job looked at
+            return False
         runtime = job.spec.max_runtime_ns
-        return (
-            self.reservation is not None
-            and runtime is not None
-            and self.now + runtime <= self.reservation.starts_at
-        )
+        return runtime is not None and self.now + runtime <= reservation.starts_at
 
     def keep(self, placements: list[Placement], take: bool) -> None:
         """Keep (or hand back) the GPUs of a hold that are free: not allocated in the log."""
