@@ -170,6 +170,9 @@ def test_the_fill_goes_on_where_the_cycle_stopped_as_if_it_merged_the_queues_aga
 ) -> None:
     again = mock.patch.object(fill, "not_looked_at", _merged_again)
     _alike_without(state, policy, again)
+    # Reading on from where the cycle stopped, whatever the sizes of the jobs waiting.
+    with mock.patch.object(fill, "mostly_fitting", return_value=True):
+        _alike_without(state, policy, again)
 
 
 @given(st.sets(st.integers(1, 60)), st.sets(st.integers(1, 60)))

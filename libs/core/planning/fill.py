@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, shape_of
 from allot.core.planning.judge import verdict
+from allot.core.planning.order import ordered
 
 Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
 
@@ -44,9 +45,24 @@ def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
 
 def not_looked_at(cycle: Cycle, unreached: Queued, left: int) -> Iterator[JobRecord]:
     """The jobs of no more than ``left`` GPUs that the cycle has not looked at, in queue
-    order: those phases 2 and 3 did not reach. (Merging the queues again from the top would
-    pass every job they looked at once more.)"""
-    return (job for _, job in unreached if job.spec.total_gpus <= left)
+    order. Either those phases 2 and 3 did not reach, read on from where they stopped, or
+    the queues of such jobs merged again, less those looked at: the first, where most jobs
+    waiting are that small (the merge would pass every job looked at once more), the second
+    where few are (the jobs not reached would be read to the end of the queue to find them).
+    Both give the same jobs in the same order."""
+    if mostly_fitting(cycle, left):
+        return (job for _, job in unreached if job.spec.total_gpus <= left)
+    state, looked = cycle.state, {w.reason.job_id for w in cycle.waiting}
+    looked.update(a.job.job_id for a in cycle.admitted)
+    queue = ordered(state, cycle.ranked, cycle.now, cycle.policy, left)
+    return (job for job in queue if job.job_id not in looked)
+
+
+def mostly_fitting(cycle: Cycle, left: int) -> bool:
+    """Whether at least half the jobs waiting need no more than ``left`` GPUs."""
+    sizes = cycle.state.sized_queues
+    fitting = sum(len(q) for gpus, queues in sizes.items() if gpus <= left for q in queues.values())
+    return 2 * fitting >= len(cycle.state.pending)
 
 
 def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
