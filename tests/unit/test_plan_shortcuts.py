@@ -20,6 +20,7 @@ from allot.core.planning.fill import Queued
 from allot.core.planning.order import ordered
 from allot.core.policies import POLICIES
 from allot.core.preemption import Grounds, candidates, stoppable_jobs
+from allot.core.quota import QuotaBook
 from allot.proto.codes import FAIR_SHARE, FUNDED, RECLAIM, TIER
 from allot.proto.events import Topology
 from tests import builders as b
@@ -193,3 +194,13 @@ def test_the_scan_follows_on_without_merging_and_plans_alike(state: State, polic
         return heapq.merge(looked, unreached, key=lambda entry: entry[0])
 
     _alike_without(state, policy, mock.patch.object(preempt, "_merged", merged))
+
+
+@settings(max_examples=300, deadline=None)
+@given(states, st.integers(0, 12))
+def test_may_reclaim_says_whether_anyone_borrows_against_the_account(
+    state: State, need: int
+) -> None:
+    book = QuotaBook(state)
+    for account in ["org", "org/a", "org/b", "c", "elsewhere"]:
+        assert book.may_reclaim(account, need) == bool(book.borrowers_against(account, need))

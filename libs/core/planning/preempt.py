@@ -124,8 +124,8 @@ def _may_claim(
                     smallest.setdefault(account, gpus)
             if len(smallest) == len(unclaimed):
                 break
-        borrowers = cycle.quotas.borrowers_against
-        reclaiming = {account for account, gpus in smallest.items() if borrowers(account, gpus)}
+        reclaims = cycle.quotas.may_reclaim
+        reclaiming = {account for account, gpus in smallest.items() if reclaims(account, gpus)}
         if reclaiming:
             claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
     return claims
