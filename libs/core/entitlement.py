@@ -110,6 +110,8 @@ def _water_fill_tree(
     while parts:
         parent, part = parts.pop()
         below = {path: wants[path] for path in children.get(parent, ()) if path in wants}
+        if not below:  # a leaf: its part is its own jobs' (water_fill would share out nothing)
+            continue
         for path, given in water_fill(part, below, weights).items():
             if given:
                 rates[path] = given

@@ -345,7 +345,8 @@ def _rank_together(
                 sibling_usage_gpu_ms=total_usage,
             )
             tied.append(path)
-        _rank_together(tied, weights, usage, children, result)
+        if any(path in children for path in tied):  # leaves (most accounts) have none to rank
+            _rank_together(tied, weights, usage, children, result)
 
 
 class _HighestFirst:

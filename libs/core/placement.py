@@ -184,6 +184,78 @@ class Capacity:
                 return spread
         return None
 
+    def fits_with(
+        self,
+        workers: int,
+        per_worker: int,
+        topology: Topology,
+        models: Iterable[str],
+        freed: Iterable[tuple[str, list[int]]],
+    ) -> bool:
+        """Whether ``place`` would find room for the gang were the ``freed`` GPUs (by node)
+        free too: what ``with self.lent(freed): self.place(...) is not None`` says, worked
+        out without giving them and taking them back (the victim search asks it of many
+        sets of victims, and needs no placement)."""
+        need = workers * per_worker
+        one_island = topology == "nvlink"
+        grown = self._grown(freed)
+        for model in models:
+            sizes = {n: s for n, s in grown.items() if self.nodes[n].model == model}
+            added = sum(sum(s) - self.nodes[n].free for n, s in sizes.items())
+            if self.free_by_model.get(model, 0) + added < need:
+                continue
+            # Giving GPUs only adds room: a node that holds the job already still does.
+            if self._one_node(model, need, one_island) is not None:
+                return True
+            if any((max(s, default=0) if one_island else sum(s)) >= need for s in sizes.values()):
+                return True
+            spreads = workers > 1 and topology not in ("nvlink", "node")
+            if not spreads:
+                continue
+            slots = self._spread_slots(model, per_worker, topology == "rack", sizes)
+            if max(slots, default=0) >= workers:
+                return True
+        return False
+
+    def _grown(self, freed: Iterable[tuple[str, list[int]]]) -> dict[str, list[int]]:
+        """Node id -> the sizes of its islands were ``freed`` free too, for the nodes given
+        to (what ``give`` would count: this node's GPUs, each once)."""
+        added: dict[str, set[int]] = {}
+        nodes = self.nodes
+        for node_id, gpus in freed:
+            space = nodes.get(node_id)
+            if space is None:
+                continue
+            known = added.get(node_id)
+            if known is None:
+                added[node_id] = space.home.keys() & gpus
+            else:
+                known.update(space.home.keys() & gpus)
+        grown: dict[str, list[int]] = {}
+        for node_id, given in added.items():
+            space = nodes[node_id]
+            sizes = [len(island) for island in space.islands]
+            if space.free:  # a full node (most, on a busy cluster) has none free already
+                given = given.difference(*space.islands)
+            home = space.home
+            for index in given:
+                sizes[home[index]] += 1
+            grown[node_id] = sizes
+        return grown
+
+    def _spread_slots(
+        self, model: str, per_worker: int, one_rack: bool, grown: dict[str, list[int]]
+    ) -> list[int]:
+        """Workers of ``per_worker`` GPUs the nodes of a model could hold, each on one node,
+        with the nodes in ``grown`` at those island sizes: in all, or rack by rack."""
+        free = {space.node_id: space.free for space in self._spaces(model)}
+        free.update((node_id, sum(sizes)) for node_id, sizes in grown.items())
+        racks: dict[str, int] = {}
+        for node_id, count in free.items():
+            key = self.nodes[node_id].rack if one_rack else ""
+            racks[key] = racks.get(key, 0) + count // per_worker
+        return list(racks.values())
+
     def slots(self, models: Iterable[str], per_worker: int) -> int:
         """How many workers of ``per_worker`` GPUs the free GPUs of nodes of ``models``
         could hold, each on one node, islands aside."""

@@ -221,8 +221,13 @@ def candidates(
     reclaims = grounds.reclaims_from if RECLAIM in allowed else frozenset()
     by_share = FAIR_SHARE in allowed and grounds.under_share
     over_share, sliced = grounds.over_share, stoppable.sliced
+    jobs = stoppable.jobs
+    if only_fair_share(stoppable, rank, by_tier, by_funding, reclaims):
+        # The one ground left stops only jobs past their time slice of accounts over their
+        # share: the others need not be looked at one by one (most jobs, on a busy cluster).
+        jobs = [job for job in jobs if job.job_id in sliced and job.spec.account in over_share]
     found: list[tuple[Victim, GroundCode]] = []
-    for job in stoppable.jobs:
+    for job in jobs:
         theirs = TIER_RANK[job.spec.tier]
         if job.job_id in exclude:
             continue
@@ -246,6 +251,19 @@ def candidates(
         )
         found.append((victim, code))
     return found
+
+
+def only_fair_share(
+    stoppable: Stoppable, rank: int, by_tier: bool, by_funding: bool, reclaims: frozenset[str]
+) -> bool:
+    """Whether no ground but fair share could let a waiting job of tier ``rank`` stop any
+    of the ``stoppable`` jobs: none is of a less urgent tier (or the policy stops none for
+    it), none is unfunded (or it would not be funded), and it reclaims from no one."""
+    return (
+        not (by_tier and rank < stoppable.lowest_tier)
+        and not (by_funding and stoppable.any_unfunded)
+        and not reclaims
+    )
 
 
 def victim_order(job: JobRecord, borrowing: bool = False) -> tuple[int, ...]:

@@ -266,6 +266,18 @@ class QuotaBook:
         self._borrowers[account, need] = (self.version, found)
         return found
 
+    def may_reclaim(self, account: str, need: int) -> bool:
+        """Whether ``borrowers_against`` names anyone, without naming them: asked of every
+        account with waiting jobs, every cycle."""
+        for path, parent, _ in self._path(account):
+            settings = self._settings.get(path)
+            quota = None if settings is None else settings.quota.get(GPU)
+            if quota is not None and self._used.get(path, {}).get(GPU, 0) + need <= quota:
+                over = self._over_quota(parent)
+                if len(over) > (path in over):  # some member over its quota besides it
+                    return True
+        return False
+
     def _over_quota(self, parent: str) -> frozenset[str]:
         """The members of a cohort holding more GPUs than their quota."""
         known = self._over.get(parent)

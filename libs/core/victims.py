@@ -54,7 +54,7 @@ def choose(
         if found is not None or allowed is None:
             return found
         # It may be quota it lacks, not room: then the victims need not be where it goes.
-    if _placed_with(capacity, spec, models, pool) is None:
+    if not _fits_with(capacity, spec, models, pool):
         return None  # not even with every one of them stopped: no use trying them one by one
     return _spread(capacity, spec, models, pool, allowed)
 
@@ -64,6 +64,12 @@ def _placed_with(
 ) -> list[Placement] | None:
     with capacity.lent(gpus for victim in freed for gpus in victim.placements.items()):
         return capacity.place(spec.workers, spec.gpus, spec.topology, models)
+
+
+def _fits_with(capacity: Capacity, spec: JobSpec, models: list[str], freed: list[Victim]) -> bool:
+    """Whether ``_placed_with`` would place the job, without placing it."""
+    gpus = (gpus for victim in freed for gpus in victim.placements.items())
+    return capacity.fits_with(spec.workers, spec.gpus, spec.topology, models, gpus)
 
 
 def _on_one_node(
@@ -90,7 +96,7 @@ def _on_one_node(
             victims = sorted(victims, key=_cheapest_first)[:MAX_VICTIMS_PER_NODE]
         if sum(len(v.placements[node_id]) for v in victims) < deficit:
             continue  # not even all of them together free enough here
-        if _placed_with(capacity, spec, [space.model], victims) is None:
+        if not _fits_with(capacity, spec, [space.model], victims):
             continue  # nor where it fits (in one NVLink island): no subset would either
         bound = _lower_bound(victims, node_id, deficit)
         nodes.append((bound, space.order, node_id, victims, deficit))

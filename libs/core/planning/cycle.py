@@ -126,6 +126,9 @@ class Cycle:
         # (demand, may use set-aside GPUs) -> the refusal, and the quota version it was
         # made at (``judge.verdict``)
         self.refused: dict[tuple[Demand, bool], tuple[Refusal, int]] = {}
+        # demand -> whether it borrows on every model (``borrows_anywhere``), and the quota
+        # version that was worked out at
+        self._borrowing: dict[Demand, tuple[bool, int]] = {}
 
     def admission(self, admitted: Admitted) -> Admission:
         return Admission(
@@ -153,6 +156,26 @@ class Cycle:
         model = self.capacity.nodes[placements[0].node_id].model
         return quotas.borrows(job.spec.account, needs(job.spec, model))
 
+    def borrows_anywhere(self, job: JobRecord) -> bool:
+        """Whether the job would borrow quota on every GPU model it may run on: then
+        ``borrows`` holds for any placement found for it, and the fill need not look for one
+        before putting it back. Kept by demand while nothing is charged (``borrows`` reads
+        only the account's path, its use and the job's demand)."""
+        quotas = self.quotas
+        if not quotas.active:
+            return False
+        demand = demand_of(job.spec)
+        known = self._borrowing.get(demand)
+        if known is not None and known[1] == quotas.version:
+            return known[0]
+        models = self.models_of(job)
+        account = job.spec.account
+        anywhere = bool(models) and all(
+            quotas.borrows(account, needs(job.spec, model)) for model in models
+        )
+        self._borrowing[demand] = (anywhere, quotas.version)
+        return anywhere
+
     def models_of(self, job: JobRecord) -> list[str]:
         return self.models_of_spec(job.spec)
 
@@ -162,12 +185,11 @@ class Cycle:
     def ends_before_reservation(self, job: JobRecord) -> bool:
         """Whether the job's declared runtime ends before the reservation starts: only such
         a job may use the GPUs set aside for it."""
+        reservation = self.reservation
+        if reservation is None:  # most cycles: asked of every job looked at
+            return False
         runtime = job.spec.max_runtime_ns
-        return (
-            self.reservation is not None
-            and runtime is not None
-            and self.now + runtime <= self.reservation.starts_at
-        )
+        return runtime is not None and self.now + runtime <= reservation.starts_at
 
     def keep(self, placements: list[Placement], take: bool) -> None:
         """Keep (or hand back) the GPUs of a hold that are free: not allocated in the log."""

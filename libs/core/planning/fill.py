@@ -2,34 +2,67 @@
 are left, in queue order (``fill_depth`` of them at most), on the terms of phases 2 and 3.
 Those that do not fit are told nothing new, as any job past the depth."""
 
+from collections.abc import Iterable, Iterator
+
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, shape_of
 from allot.core.planning.judge import verdict
 from allot.core.planning.order import ordered
 
+Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
 
-def fill(cycle: Cycle, limit: int) -> None:
+
+def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
     """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
-    the reservation, which a job that ends before it starts may use) start where they fit."""
+    the reservation, which a job that ends before it starts may use) start where they fit.
+    ``unreached``: the jobs phases 2 and 3 did not look at, in order."""
     if cycle.no_room():
         return
     if not any(cycle.capacity.free_by_model.values()) and not _could_end_before(cycle):
         return  # only GPUs set aside for the reservation are free, and no job ends in time
-    looked = {w.reason.job_id for w in cycle.waiting} | {a.job.job_id for a in cycle.admitted}
     left = _left(cycle)
     borrowing: list[JobRecord] = []  # that would start, but borrow: after the rest
-    for job in ordered(cycle.state, cycle.ranked, cycle.now, cycle.policy, left):
+    for job in not_looked_at(cycle, unreached, left):
         if limit == 0:
             break
-        if job.job_id in looked or job.job_id in cycle.state.holds or job.spec.total_gpus > left:
-            continue  # looked at, or kept for; or what is left shrank since the merge began
+        if job.job_id in cycle.state.holds or job.spec.total_gpus > left:
+            continue  # kept for; or what is left shrank since
         limit -= 1
+        admitted = len(cycle.admitted)
         if not _try(cycle, job, borrowing):
             return
-        left = _left(cycle)
+        if len(cycle.admitted) != admitted:  # only an admission leaves less room
+            left = _left(cycle)
     for job in borrowing:
-        if job.spec.total_gpus <= _left(cycle) and not _try(cycle, job):
+        if job.spec.total_gpus > left:
+            continue
+        admitted = len(cycle.admitted)
+        if not _try(cycle, job):
             return
+        if len(cycle.admitted) != admitted:
+            left = _left(cycle)
+
+
+def not_looked_at(cycle: Cycle, unreached: Queued, left: int) -> Iterator[JobRecord]:
+    """The jobs of no more than ``left`` GPUs that the cycle has not looked at, in queue
+    order. Either those phases 2 and 3 did not reach, read on from where they stopped, or
+    the queues of such jobs merged again, less those looked at: the first, where most jobs
+    waiting are that small (the merge would pass every job looked at once more), the second
+    where few are (the jobs not reached would be read to the end of the queue to find them).
+    Both give the same jobs in the same order."""
+    if mostly_fitting(cycle, left):
+        return (job for _, job in unreached if job.spec.total_gpus <= left)
+    state, looked = cycle.state, {w.reason.job_id for w in cycle.waiting}
+    looked.update(a.job.job_id for a in cycle.admitted)
+    queue = ordered(state, cycle.ranked, cycle.now, cycle.policy, left)
+    return (job for job in queue if job.job_id not in looked)
+
+
+def mostly_fitting(cycle: Cycle, left: int) -> bool:
+    """Whether at least half the jobs waiting need no more than ``left`` GPUs."""
+    sizes = cycle.state.sized_queues
+    fitting = sum(len(q) for gpus, queues in sizes.items() if gpus <= left for q in queues.values())
+    return 2 * fitting >= len(cycle.state.pending)
 
 
 def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
@@ -41,6 +74,12 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
         # Its shape found no room on the models its quota allows (all, when quotas do not
         # name models; none would be a refusal anyway): refused, whatever its quota, which
         # a cycle past its depth states nothing about.
+        return True
+    if borrowing is not None and cycle.borrows_anywhere(job):
+        # Wherever it were placed it would borrow: put back without looking for room. Should
+        # it find none, it finds none when tried again at the end either (room and quota
+        # only shrink in a fill), and what the fill tried is told nothing.
+        borrowing.append(job)
         return True
     found, _ = verdict(cycle, job, short)
     if isinstance(found, list):

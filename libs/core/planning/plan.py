@@ -110,7 +110,8 @@ def plan(
     unreached, blocked = _judge_in_order(cycle, queued, depth, whole_queue)
     # 4. Fill what is left, past the depth.
     if policy.fill_depth and not (blocked or whole_queue):
-        fill(cycle, policy.fill_depth)
+        unreached, not_reached = itertools.tee(unreached)
+        fill(cycle, policy.fill_depth, not_reached)
     # 5. Preempt for the jobs owed room.
     if policy.preemption:
         preempt(cycle, unreached, depth)

@@ -10,6 +10,7 @@ stopped; the waiting job's account says which jobs it may stop (``AccountPreempt
 victims are stopped only if the waiting job would then be admitted, quota included."""
 
 import heapq
+import itertools
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -123,8 +124,8 @@ def _may_claim(
                     smallest.setdefault(account, gpus)
             if len(smallest) == len(unclaimed):
                 break
-        borrowers = cycle.quotas.borrowers_against
-        reclaiming = {account for account, gpus in smallest.items() if borrowers(account, gpus)}
+        reclaims = cycle.quotas.may_reclaim
+        reclaiming = {account for account, gpus in smallest.items() if reclaims(account, gpus)}
         if reclaiming:
             claims = {queue: claim or queue[1] in reclaiming for queue, claim in claims.items()}
     return claims
@@ -316,7 +317,7 @@ def _admitted_once_gone(cycle: Cycle, spec: JobSpec) -> Allowed | None:
             given.append((account, usage))
             sides = quotas.sides(spec.account, account)
             if sides is not None and account != spec.account and not at_most:
-                for resource in sides[2] & usage.keys():
+                for resource in sides[2].intersection(usage):
                     total, most = freed.get((sides[1], resource), (0, 0))
                     amount = usage[resource]
                     freed[sides[1], resource] = (total + amount, max(most, amount))
@@ -374,14 +375,14 @@ def _short_of_room(
     the two are merged by position. ``waiting`` grows with the jobs of ``rest`` only."""
     holds, exhausted, jobs = cycle.state.holds, cycle.exhausted, cycle.state.jobs
     owed = _OWED_QUOTA if cycle.quotas.active else SHORT_OF_ROOM
-    looked = sorted(
+    looked: list[_Entry] = sorted(
         (w.position, n, jobs[w.reason.job_id])
         for n, w in enumerate(cycle.waiting)
         if w.reason.code in owed
     )
-    unreached = ((position, None, job) for position, job in rest)
+    unreached: Iterator[_Entry] = ((position, None, job) for position, job in rest)
     free = cycle.capacity.free_by_model
-    for position, n, job in heapq.merge(looked, unreached, key=_first):
+    for position, n, job in _merged(looked, unreached):
         if n is None and position > depth:
             return
         spec = job.spec
@@ -393,5 +394,20 @@ def _short_of_room(
             yield n, job, position
 
 
-def _first(entry: tuple[int, int | None, JobRecord]) -> int:
+_Entry = tuple[int, int | None, JobRecord]
+
+
+def _merged(looked: list[_Entry], unreached: Iterator[_Entry]) -> Iterator[_Entry]:
+    """The two, each in order, merged by position. Mostly every job looked at comes before
+    every job not reached (only those put back, or passed on the way to a held job, do
+    not): then they follow one another, without comparing each pair."""
+    first = next(unreached, None)
+    if first is None:
+        return iter(looked)
+    if not looked or looked[-1][0] < first[0]:
+        return itertools.chain(looked, (first,), unreached)
+    return heapq.merge(looked, itertools.chain((first,), unreached), key=_first)
+
+
+def _first(entry: _Entry) -> int:
     return entry[0]
