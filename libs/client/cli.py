@@ -492,6 +492,17 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 # --- parser -----------------------------------------------------------------------------
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (jobs, runs, submissions)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
+    return value
+
+
 def duration(text: str) -> int:
     """An argparse type: ``30m``, ``7d`` ... as nanoseconds."""
     try:
@@ -920,14 +931,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     stack = add_bench("stack", cmd_bench, "submit-to-start latency and intake throughput")
     stack.add_argument(
-        "--jobs", type=int, default=100, help="jobs for the latency run (default 100)"
+        "--jobs", type=count, default=100, help="jobs for the latency run (default 100)"
     )
-    stack.add_argument("--burst", type=int, default=2000, help="submissions for the throughput run")
     stack.add_argument(
-        "--cli-runs", type=int, default=20,
+        "--burst", type=count, default=2000, help="submissions for the throughput run"
+    )
+    stack.add_argument(
+        "--cli-runs", type=count, default=20,
         help="`allot submit` processes timed one after another, cold (default 20)",
     )  # fmt: skip
-    stack.add_argument("--concurrency", type=int, default=64, help="submissions in flight at once")
+    stack.add_argument(
+        "--concurrency", type=count, default=64, help="submissions in flight at once"
+    )
     stack.add_argument(
         "--insecure", action="store_true", help="without identities, to measure what they cost"
     )
