@@ -271,10 +271,11 @@ def run_service(
         checks = health.Health()
         if args.health_port is not None:  # answering before the connection, which may wait
             try:
-                await health.serve(checks, args.health_host, args.health_port)
+                server = await health.serve(checks, args.health_host, args.health_port)
             except OSError as error:
                 parser.exit(2, f"{parser.prog}: --health-port {args.health_port}: {error}\n")
-            log.info("health checks on http://%s:%d/readyz", args.health_host, args.health_port)
+            bound = server.sockets[0].getsockname()[1]  # the port chosen, where 0 was asked
+            log.info("health checks on http://%s:%d/readyz", args.health_host, bound)
         events = await EventLog.connect(
             args.nats_url, name=f"allot-{name}", identity=identity, tls=tls
         )

@@ -3,6 +3,7 @@ service has caught up with the log and while NATS is away, and passes otherwise;
 passes while the process answers at all."""
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -101,23 +102,38 @@ async def test_a_service_process_is_ready_only_while_nats_is_there(tmp_path: Pat
         await nats.stop()
 
 
+async def bound_health_port(log: Path, timeout: float = 60) -> int:
+    """The port a service said it answers health checks on, read from its log: asking for
+    port 0 and reading the answer leaves no window for another process to take the port."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        found = re.search(r"health checks on http://127\.0\.0\.1:(\d+)/readyz", log.read_text())
+        if found:
+            return int(found.group(1))
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{log.name} never said where it answers: {log.read_text()!r}")
+
+
 async def test_every_service_and_the_node_agent_answer_health_checks(
     nats_server: EmbeddedNats, tmp_path: Path
 ) -> None:
     services: dict[str, list[str]] = {
         "intake": [], "ledger": [], "planner": [], "preemptor": [], "telemetry": [],
-        "view": [], "metrics": ["--port", str(free_port())],
+        "view": [], "metrics": ["--port", "0"],
         "node": ["--node-id", "n-1", "--gpus", "2", "--work-dir", str(tmp_path / "n-1")],
     }  # fmt: skip
-    ports = {name: free_port() for name in services}
-    processes = []
+    processes, logs = [], []
     for name, arguments in services.items():
         command = ["-m", f"allot.services.{name}", "--nats-url", nats_server.url]
-        command += ["--health-port", str(ports[name]), *arguments]
-        processes.append(await asyncio.create_subprocess_exec(sys.executable, *command))
+        command += ["--health-port", "0", *arguments]
+        logs.append(tmp_path / f"{name}.log")
+        with logs[-1].open("wb") as stderr:
+            processes.append(
+                await asyncio.create_subprocess_exec(sys.executable, *command, stderr=stderr)
+            )
     try:
-        for port in ports.values():
-            await until_status(port, "/readyz", 200, timeout=60)
+        for log in logs:
+            await until_status(await bound_health_port(log), "/readyz", 200, timeout=60)
     finally:
         for process in processes:
             process.terminate()
