@@ -16,6 +16,7 @@ ReasonCode = Literal[
     "NO_FIT",
     "PREEMPTING",
     "QUEUED",
+    "ARRAY_LIMIT",
 ]
 
 NO_NODES: Final = "NO_NODES"  # no schedulable node (of the job's flavor)
@@ -29,6 +30,9 @@ NO_FIT: Final = "NO_FIT"  # fewer GPUs are free than it needs
 PREEMPTING: Final = "PREEMPTING"  # jobs are being stopped for it; their GPUs are kept for it
 # Not looked at yet: a cycle stops at the policy's queue depth, or once no GPU is left.
 QUEUED: Final = "QUEUED"
+# A task of a job array waits for its array's limit: as many of its tasks as the array
+# allows already wait in the queue or hold GPUs. Stated by the fold, not by a plan.
+ARRAY_LIMIT: Final = "ARRAY_LIMIT"
 
 GroundCode = Literal["TIER", "FUNDED", "RECLAIM", "FAIR_SHARE", "DRAIN"]
 

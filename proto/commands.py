@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from allot.proto.events import JobSpec
+from allot.proto.events import ArrayTasks, JobSpec
 from allot.proto.limits import MAX_KEY, MAX_REASON, shown
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
@@ -162,6 +162,7 @@ class SubmitRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         ]
         | None
     ) = None
+    array: ArrayTasks | None = None  # submit the spec as a job array, one task per index
 
 
 class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,7 +173,7 @@ class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CancelRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    job_id: str
+    job_id: str  # or an array's id: every task of it that has not ended
     reason: Reason = ""
 
 

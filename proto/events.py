@@ -219,10 +219,50 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
         return self.workers * self.gpus
 
 
+class IndexRange(msgspec.Struct, frozen=True, array_like=True):
+    """Indices ``first``, ``first + step``, ... up to ``last`` (``[0, 999, 1]``: 0-999)."""
+
+    first: Annotated[int, _within("the first index", minimum=0, maximum=limits.MAX_ARRAY_INDEX)]
+    last: Annotated[int, _within("the last index", minimum=0, maximum=limits.MAX_ARRAY_INDEX)]
+    step: Annotated[int, _within("between indices", minimum=1)] = 1
+
+
+class ArrayTasks(msgspec.Struct, frozen=True, kw_only=True):
+    """A job array: the spec run once per index, each run a job of its own named
+    ``<array id>_<index>`` (docs/adr/0035). Indices named twice are one task."""
+
+    indices: Annotated[
+        list[IndexRange],
+        _within(
+            f"at most {limits.MAX_ARRAY_TASKS} tasks in all",
+            minItems=1,
+            maxItems=limits.MAX_ARRAY_RANGES,
+        ),
+    ]
+    max_running: (
+        Annotated[
+            int,
+            _within(
+                "at most this many tasks wait in the queue or hold GPUs at once",
+                minimum=1,
+                maximum=limits.MAX_ARRAY_TASKS,
+            ),
+        ]
+        | None
+    ) = None
+
+
 class JobSubmitted(JobEvent, frozen=True, kw_only=True, tag="JobSubmitted"):
     spec: JobSpec
     idempotency_key: str | None = None
     by: str = ""  # the principal that submitted it, from its command's subject
+
+
+class ArraySubmitted(JobSubmitted, frozen=True, kw_only=True, tag="ArraySubmitted"):
+    """A job array submitted: ``job_id`` names the array, its tasks are jobs of their own
+    (``allot.core.arrays``). A submission still: whatever reads submissions reads it."""
+
+    array: ArrayTasks
 
 
 class JobRejected(JobEvent, frozen=True, kw_only=True, tag="JobRejected"):
@@ -603,6 +643,7 @@ class EventQuarantined(Event, frozen=True, kw_only=True, tag="EventQuarantined")
 # added here once. ``tests/unit/test_contracts.py`` fails for an event class left out.
 AnyEvent = (
     JobSubmitted
+    | ArraySubmitted
     | JobRejected
     | JobCancelRequested
     | JobCancelled

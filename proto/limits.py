@@ -43,6 +43,11 @@ MAX_MEMORY_MIB: Final = 1 << 30  # per worker (1 PiB); the same
 MAX_ARGS: Final = 4096
 MAX_ENV: Final = 1024
 MAX_ARGV_ENV_BYTES: Final = 128 << 10
+# A job array: its tasks (each a job of its own in the log's fold), the ranges that name
+# their indices, and the largest index. A larger sweep is several arrays.
+MAX_ARRAY_TASKS: Final = 10_000
+MAX_ARRAY_RANGES: Final = 1_000
+MAX_ARRAY_INDEX: Final = 9_999_999
 
 _NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 

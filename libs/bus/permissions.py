@@ -112,6 +112,7 @@ ACCOUNT_INFO = "$JS.API.INFO"  # whether JetStream is up: an operator's readines
 AUTHORED = {
     "intake": [
         f"{_JOB}.JobSubmitted",
+        f"{_JOB}.ArraySubmitted",
         f"{_JOB}.JobCancelRequested",
         f"{_NODE}.NodeCordoned",
         f"{_NODE}.NodeUncordoned",

@@ -92,7 +92,10 @@ class JobTraces:
                 self._carriers[record.event.job_id] = carrier
 
     def context(self, job_id: str) -> context.Context:
-        return propagate.extract(self._carriers.get(job_id, {}))
+        """The job's trace; a task of a job array (``<array>_<index>``) is in its array's."""
+        carriers = self._carriers
+        carrier = carriers.get(job_id) or carriers.get(job_id.rpartition("_")[0], {})
+        return propagate.extract(carrier)
 
 
 Attributes = Mapping[str, str | int | bool]

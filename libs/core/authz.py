@@ -9,7 +9,7 @@ it or below it.
 """
 
 from allot.core.accounts import ancestry, first_few
-from allot.core.model import JobRecord, State
+from allot.core.model import ArrayRecord, JobRecord, State
 from allot.proto.commands import FieldError
 
 
@@ -29,9 +29,9 @@ def submit_refusal(state: State, principal: str, operator: bool, account: str) -
 
 
 def cancel_refusal(
-    state: State, principal: str, operator: bool, job: JobRecord
+    state: State, principal: str, operator: bool, job: JobRecord | ArrayRecord
 ) -> FieldError | None:
-    """Why ``principal`` may not cancel ``job``; None if it may."""
+    """Why ``principal`` may not cancel ``job`` (or a job array); None if it may."""
     return _owner_refusal(state, principal, operator, job, "cancel")
 
 
@@ -44,16 +44,17 @@ def output_refusal(
 
 
 def _owner_refusal(
-    state: State, principal: str, operator: bool, job: JobRecord, action: str
+    state: State, principal: str, operator: bool, job: JobRecord | ArrayRecord, action: str
 ) -> FieldError | None:
     account = job.spec.account
     if operator or job.submitted_by == principal or principal in _admins(state, account):
         return None
     owner = job.submitted_by or "nobody known"
+    job_id = job.array_id if isinstance(job, ArrayRecord) else job.job_id
     return FieldError(
         field="job_id",
-        value=job.job_id,
-        message=f"{principal} may not {action} {job.job_id}: only who submitted it "
+        value=job_id,
+        message=f"{principal} may not {action} {job_id}: only who submitted it "
         f"({owner}), an admin of {account} or above, or an operator may",
     )
 

@@ -1,9 +1,13 @@
 """Fold rules for jobs: submission to end, stops, preemptions, requeues."""
 
+import msgspec
+
 from allot.core.accounts import ancestry
+from allot.core.arrays import indices, task_id
 from allot.core.entitlement import accrue, want
 from allot.core.model import (
     HOLDERS,
+    ArrayRecord,
     FoldRule,
     Ignore,
     JobRecord,
@@ -11,7 +15,9 @@ from allot.core.model import (
     State,
     UnbilledRun,
 )
+from allot.proto.codes import ARRAY_LIMIT
 from allot.proto.events import (
+    ArraySubmitted,
     Event,
     GraceTooShort,
     JobCancelled,
@@ -24,6 +30,7 @@ from allot.proto.events import (
     JobStarted,
     JobSubmitted,
     KillRequested,
+    PendingReason,
     StopRequested,
 )
 
@@ -64,9 +71,11 @@ def release(state: State, job: JobRecord, at: int) -> None:
 
 
 def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: str) -> None:
-    if not job.status.terminal:  # a stopped job has an end time, and is wanted still
+    ending, held = not job.status.terminal, job.array_held
+    if ending and not held:  # a stopped job has an end time, and is wanted still
         accrue(state, at)
         want(state, job.spec.account, -job.spec.total_gpus)
+    job.array_held = False
     release(state, job, at)
     state.dequeue(job)
     state.holds.pop(job.job_id, None)
@@ -74,6 +83,24 @@ def end_job(state: State, job: JobRecord, status: JobStatus, at: int, reason: st
     job.status = status
     job.ended_at = at
     job.end_reason = reason
+    if ending and not held and job.array_id is not None:
+        _release_task(state, state.arrays[job.array_id], at)
+
+
+def _release_task(state: State, array: ArrayRecord, at: int) -> None:
+    """One of the array's released tasks ended: the next of those held back, if any and
+    the array is not being cancelled, joins the queue."""
+    array.active -= 1
+    tasks = array.tasks
+    while array.released < len(tasks) and not array.cancel_requested:
+        task = state.jobs[tasks[array.released]]
+        array.released += 1
+        if task.array_held:  # not cancelled while held
+            task.array_held, task.reason, task.queued_at = False, None, at
+            state.enqueue(task)
+            want(state, task.spec.account, task.spec.total_gpus)
+            array.active += 1
+            return
 
 
 def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
@@ -97,26 +124,72 @@ def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
 
 
 def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
-    if e.job_id in state.jobs:
+    if e.job_id in state.jobs or e.job_id in state.arrays:
         raise Ignore(f"job {e.job_id} already submitted")
-    state.jobs[e.job_id] = JobRecord(
-        job_id=e.job_id,
-        spec=e.spec,
-        status=JobStatus.PENDING,
-        submitted_seq=seq,
-        submitted_at=e.meta.at,
-        queued_at=e.meta.at,
-        idempotency_key=e.idempotency_key,
-        submitted_by=e.by,
-    )
-    state.enqueue(state.jobs[e.job_id])
     accrue(state, e.meta.at)
-    want(state, e.spec.account, e.spec.total_gpus)
+    if not isinstance(e, ArraySubmitted):
+        state.jobs[e.job_id] = JobRecord(
+            job_id=e.job_id,
+            spec=e.spec,
+            status=JobStatus.PENDING,
+            submitted_seq=seq,
+            submitted_at=e.meta.at,
+            queued_at=e.meta.at,
+            idempotency_key=e.idempotency_key,
+            submitted_by=e.by,
+        )
+        state.enqueue(state.jobs[e.job_id])
+        want(state, e.spec.account, e.spec.total_gpus)
+    else:
+        _array_submitted(state, seq, e)
     if e.spec.account not in state.job_accounts:
         state.job_accounts[e.spec.account] = None
         state.fair_share_version += 1
     if e.idempotency_key is not None:
         state.idempotency[(e.by, e.spec.account, e.idempotency_key)] = e.job_id
+
+
+def _array_submitted(state: State, seq: int, e: ArraySubmitted) -> None:
+    """A task per index, each a job; past ``max_running``, held back outside the queue."""
+    array = e.array
+    numbers = indices(array)
+    tasks = [task_id(e.job_id, index) for index in numbers]
+    taken = next((job_id for job_id in tasks if job_id in state.jobs), None)
+    if taken is not None:  # only a forged log names one: nothing of the array is folded
+        raise Ignore(f"array {e.job_id}: its task {taken} is a job already")
+    cap = len(tasks) if array.max_running is None else min(array.max_running, len(tasks))
+    state.arrays[e.job_id] = ArrayRecord(
+        array_id=e.job_id,
+        spec=e.spec,
+        array=array,
+        tasks=tasks,
+        submitted_seq=seq,
+        submitted_at=e.meta.at,
+        submitted_by=e.by,
+        released=cap,
+        active=cap,
+    )
+    held = PendingReason(
+        job_id="", code=ARRAY_LIMIT, params={"array": e.job_id, "max_running": cap}
+    )
+    for n, (index, job_id) in enumerate(zip(numbers, tasks, strict=True)):
+        job = state.jobs[job_id] = JobRecord(
+            job_id=job_id,
+            spec=e.spec,
+            status=JobStatus.PENDING,
+            submitted_seq=seq,
+            submitted_at=e.meta.at,
+            queued_at=e.meta.at,
+            submitted_by=e.by,
+            array_id=e.job_id,
+            array_index=index,
+        )
+        if n < cap:
+            state.enqueue(job)
+        else:
+            job.array_held = True
+            job.reason = msgspec.structs.replace(held, job_id=job_id)
+    want(state, e.spec.account, e.spec.total_gpus * cap)
 
 
 def _rejected(state: State, seq: int, e: JobRejected) -> None:
@@ -127,13 +200,32 @@ def _rejected(state: State, seq: int, e: JobRejected) -> None:
 
 
 def _cancel_requested(state: State, seq: int, e: JobCancelRequested) -> None:
+    array = state.arrays.get(e.job_id)
+    if array is not None:
+        _cancel_array(state, array, e)
+        return
     job = known_job(state, e.job_id)
     if job.status.terminal:
         raise Ignore(f"job {e.job_id} already {job.status}")
+    _cancel(state, job, e)
+
+
+def _cancel(state: State, job: JobRecord, e: JobCancelRequested) -> None:
     if job.status in (JobStatus.PENDING, JobStatus.PREEMPTED):
         end_job(state, job, JobStatus.CANCELLED, e.meta.at, e.reason or "cancelled while pending")
     else:
         job.cancel_requested = True  # its node agent stops it and reports the end
+
+
+def _cancel_array(state: State, array: ArrayRecord, e: JobCancelRequested) -> None:
+    """Every task of the array that has not ended; none is released any more."""
+    if array.cancel_requested:
+        raise Ignore(f"array {e.job_id} is already being cancelled")
+    array.cancel_requested = True
+    for job_id in array.tasks:
+        job = state.jobs[job_id]
+        if not job.status.terminal and not job.cancel_requested:
+            _cancel(state, job, e)
 
 
 def _attempt_on_node(
@@ -275,6 +367,7 @@ def _grace_too_short(state: State, seq: int, e: GraceTooShort) -> None:
 
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
+    ArraySubmitted: _submitted,
     JobRejected: _rejected,
     JobCancelRequested: _cancel_requested,
     JobCancelled: _cancelled,
@@ -290,6 +383,7 @@ RULES: dict[type[Event], FoldRule] = {
 
 CHANGES: dict[type[Event], tuple[str, ...]] = {
     JobSubmitted: (),  # its rule: fair share, for an account new to the state
+    ArraySubmitted: (),
     JobRejected: (HOLDERS,),
     JobCancelRequested: (HOLDERS,),
     JobCancelled: (HOLDERS,),

@@ -9,6 +9,7 @@ import msgspec
 
 from allot.proto.events import (
     AccountSettings,
+    ArrayTasks,
     GpuInfo,
     JobSpec,
     PendingReason,
@@ -76,6 +77,11 @@ class JobRecord(msgspec.Struct, kw_only=True):
     funded: bool = False  # as its admission said
     attempts: int = 0
     reason: PendingReason | None = None  # why it waits, as the last plan said
+    # A task of a job array: the array's id and this task's index; ``array_held`` while it
+    # waits for the array's limit, outside the queue (``ArrayRecord``).
+    array_id: str | None = None
+    array_index: int = 0
+    array_held: bool = False
     max_wait_exceeded: bool = False  # this attempt's wait was reported as too long
     end_reason: str = ""
 
@@ -87,6 +93,23 @@ class JobRecord(msgspec.Struct, kw_only=True):
     def gpu_count(self) -> int:
         """GPUs held now: more than the spec's minimum when an elastic job got extra."""
         return sum(map(len, self.placements.values()))
+
+
+class ArrayRecord(msgspec.Struct, kw_only=True):
+    """A job array: its tasks in index order, and how many of them the queue has been given.
+    With ``max_running``, tasks ``tasks[released:]`` wait outside the queue (those that have
+    not ended), and one is released whenever one that was released ends."""
+
+    array_id: str
+    spec: JobSpec
+    array: ArrayTasks
+    tasks: list[str]
+    submitted_seq: int
+    submitted_at: int
+    submitted_by: str = ""
+    released: int = 0  # tasks from the first let into the queue, or ended before that
+    active: int = 0  # of those, the ones that have not ended
+    cancel_requested: bool = False
 
 
 class GpuFaultRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -315,15 +338,16 @@ class State:
         self.seq = 0  # last stream sequence folded
         self.jobs: dict[str, JobRecord] = {}
         self.nodes: dict[str, NodeRecord] = {}
+        self.arrays: dict[str, ArrayRecord] = {}  # job arrays by id; their tasks are jobs
         # Job ids waiting for a plan; insertion order is log order.
         self.pending: dict[str, None] = {}
-        # (tier, account) -> its waiting jobs as (submission seq, job id), in submission
-        # order: a planner merges these few queues instead of sorting every waiting job.
-        self.queues: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # (tier, account) -> its waiting jobs as ``QueueEntry``, in submission order: a
+        # planner merges these few queues instead of sorting every waiting job.
+        self.queues: dict[tuple[str, str], list[QueueEntry]] = {}
         # The same by the GPUs a job needs: GPUs -> (tier, account) -> its waiting jobs of
         # that size. A cycle that looks past its depth for jobs that fit what is left merges
         # only the queues of the sizes that could, and finds each account's smallest job.
-        self.sized_queues: dict[int, dict[tuple[str, str], list[tuple[int, str]]]] = {}
+        self.sized_queues: dict[int, dict[tuple[str, str], list[QueueEntry]]] = {}
         # The declared runtimes of the waiting jobs that declare one, shortest first: when
         # only GPUs held for a reservation are free, a cycle sees whether a job could end
         # before the reservation starts without looking at each.
@@ -381,7 +405,7 @@ class State:
         """``job`` waits for a plan (again)."""
         self.pending[job.job_id] = None
         self.unstated[job.job_id] = None
-        entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
+        entry, group = queue_entry(job), (job.spec.tier, job.spec.account)
         bisect.insort(self.queues.setdefault(group, []), entry)
         sized = self.sized_queues.setdefault(job.spec.total_gpus, {})
         bisect.insort(sized.setdefault(group, []), entry)
@@ -393,7 +417,7 @@ class State:
         if self.pending.pop(job.job_id, False) is False:
             return
         self.unstated.pop(job.job_id, None)
-        entry, group = (job.submitted_seq, job.job_id), (job.spec.tier, job.spec.account)
+        entry, group = queue_entry(job), (job.spec.tier, job.spec.account)
         _unqueue(self.queues, group, entry)
         _unqueue(self.sized_queues[job.spec.total_gpus], group, entry)
         if not self.sized_queues[job.spec.total_gpus]:
@@ -410,12 +434,19 @@ class State:
             del self.ignored[: len(self.ignored) - MAX_IGNORED_KEPT]
 
 
+# A waiting job in its queue: (submission seq, index in its array or 0, job id). The tasks
+# of an array share a submission: they wait in the order of their indices.
+QueueEntry = tuple[int, int, str]
+
+
+def queue_entry(job: JobRecord) -> QueueEntry:
+    return job.submitted_seq, job.array_index, job.job_id
+
+
 _Group = TypeVar("_Group")
 
 
-def _unqueue(
-    queues: dict[_Group, list[tuple[int, str]]], key: _Group, entry: tuple[int, str]
-) -> None:
+def _unqueue(queues: dict[_Group, list[QueueEntry]], key: _Group, entry: QueueEntry) -> None:
     queue = queues[key]
     del queue[bisect.bisect_left(queue, entry)]
     if not queue:

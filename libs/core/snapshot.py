@@ -19,20 +19,22 @@ import msgspec
 
 from allot.core.model import (
     AccountUsage,
+    ArrayRecord,
     Budget,
     ChangeFeed,
     IgnoredEvent,
     JobRecord,
     JobStatus,
     NodeRecord,
+    QueueEntry,
     State,
     UnbilledRun,
 )
 from allot.proto.events import AccountSettings, Placement
 
-FORMAT: Final = 2  # bumped when the layout below changes in a way old readers cannot read
+FORMAT: Final = 3  # bumped when the layout below changes in a way old readers cannot read
 
-Queue = list[tuple[int, str]]
+Queue = list[QueueEntry]
 Group = tuple[str, str]  # (tier, account)
 
 
@@ -42,6 +44,7 @@ class StateImage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     seq: int
     jobs: dict[str, JobRecord]
+    arrays: dict[str, ArrayRecord]
     nodes: dict[str, NodeRecord]
     pending: list[str]
     queues: list[tuple[Group, Queue]]
@@ -108,6 +111,7 @@ def encode_state(state: State) -> bytes:
     image = StateImage(
         seq=state.seq,
         jobs=state.jobs,
+        arrays=state.arrays,
         nodes=state.nodes,
         pending=list(state.pending),
         queues=list(state.queues.items()),
@@ -199,9 +203,13 @@ def _impossible(state: State) -> str | None:
         return f"last_plan_seq={state.last_plan_seq}: not within 0 to its sequence {state.seq}"
     if any(not 1 <= seq <= state.seq for seq in state.quarantined):
         return f"quarantined: a sequence not within 1 to {state.seq}"
-    waiting = {j for j, job in state.jobs.items() if job.status is JobStatus.PENDING}
+    waiting = {
+        j for j, job in state.jobs.items() if job.status is JobStatus.PENDING and not job.array_held
+    }
     if state.pending.keys() != waiting:
         return "pending: not the jobs whose status is pending"
+    if problem := _impossible_arrays(state):
+        return problem
     rebuilt = State()
     for job_id in state.pending:
         rebuilt.enqueue(state.jobs[job_id])
@@ -223,7 +231,7 @@ def _impossible(state: State) -> str | None:
     for name, ids in (
         ("holds", list(state.holds)),
         ("stopped", list(state.stopped)),
-        ("idempotency", list(state.idempotency.values())),
+        ("idempotency", [j for j in state.idempotency.values() if j not in state.arrays]),
         ("unbilled", [job_id for job_id, _ in state.unbilled]),
     ):
         unknown = next((job_id for job_id in ids if job_id not in state.jobs), None)
@@ -232,10 +240,33 @@ def _impossible(state: State) -> str | None:
     return None
 
 
+def _impossible_arrays(state: State) -> str | None:
+    """What in the arrays no fold makes: a task that is not the array's job, a held task
+    the array has released, a count of released tasks past its end."""
+    arrays = state.arrays
+    orphan = next(
+        (j for j in state.jobs.values() if j.array_id is not None and j.array_id not in arrays),
+        None,
+    )
+    if orphan is not None:
+        return f"jobs[{orphan.job_id}].array_id: no array {orphan.array_id}"
+    for array_id, array in state.arrays.items():
+        if not 0 <= array.released <= len(array.tasks):
+            return f"arrays[{array_id}].released: not within 0 to its {len(array.tasks)} tasks"
+        for n, job_id in enumerate(array.tasks):
+            job = state.jobs.get(job_id)
+            if job is None or job.array_id != array_id:
+                return f"arrays[{array_id}].tasks: {job_id} is no task of it"
+            if job.array_held and (n < array.released or job.status is not JobStatus.PENDING):
+                return f"jobs[{job_id}].array_held: a task its array released, or not pending"
+    return None
+
+
 def _state(image: StateImage) -> State:
     state = State()
     state.seq = image.seq
     state.jobs = image.jobs
+    state.arrays = image.arrays
     state.nodes = image.nodes
     state.pending = dict.fromkeys(image.pending)
     state.queues = dict(image.queues)

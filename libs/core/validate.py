@@ -8,6 +8,7 @@ import functools
 import re
 from collections.abc import Callable
 
+from allot.core.arrays import array_problems
 from allot.core.durations import format_duration
 from allot.core.model import JobStatus, State
 from allot.core.topology import largest_blocks
@@ -61,6 +62,8 @@ def validate_submission(request: SubmitRequest, state: State) -> list[FieldError
     key = request.idempotency_key
     if key is not None and not (0 < len(key) <= MAX_KEY and key.isprintable()):
         bad("idempotency_key", key, f"1 to {MAX_KEY} printable characters")
+    if request.array is not None:
+        errors += array_problems(request.array)
     return errors
 
 
@@ -239,6 +242,15 @@ def _check_fit(spec: JobSpec, state: State, bad: Bad) -> None:
 def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:
     if len(request.reason) > MAX_REASON:
         return [reason_too_long(request.reason)]
+    array = state.arrays.get(request.job_id)
+    if array is not None:
+        if array.cancel_requested:
+            problem = "the array is being cancelled already"
+        elif all(state.jobs[task].status.terminal for task in array.tasks):
+            problem = "every task of the array has ended"
+        else:
+            return []
+        return [FieldError(field="job_id", value=request.job_id, message=problem)]
     job = state.jobs.get(request.job_id)
     if job is None:
         return [FieldError(field="job_id", value=shown(request.job_id), message="no such job")]
@@ -268,9 +280,12 @@ def known_submission(
     known = state.idempotency.get((principal, request.spec.account, key))
     if known is None:
         return None, []
-    if state.jobs[known].spec != request.spec:
-        return None, [key_reused(key, known)]
-    return known, []
+    array = state.arrays.get(known)
+    if array is not None:
+        same = array.spec == request.spec and array.array == request.array
+    else:
+        same = request.array is None and state.jobs[known].spec == request.spec
+    return (known, []) if same else (None, [key_reused(key, known)])
 
 
 def key_reused(key: str, job_id: str) -> FieldError:

@@ -10,12 +10,14 @@ an event never meet them. A submission is held to the intake's own checks of a s
 from collections.abc import Callable
 from typing import Any
 
+from allot.core.arrays import array_problems, task_id
 from allot.core.validate import is_account_path, spec_problems
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
     AccountUpdated,
     Admission,
+    ArraySubmitted,
     BudgetExhausted,
     BudgetGranted,
     Event,
@@ -80,6 +82,14 @@ def _first(*problems: str) -> str:
 def _submitted(e: JobSubmitted) -> str:
     errors = spec_problems(e.spec)
     return str(errors[0]) if errors else ""
+
+
+def _array_submitted(e: ArraySubmitted) -> str:
+    errors = spec_problems(e.spec) + array_problems(e.array)
+    if errors:
+        return str(errors[0])
+    longest = task_id(e.job_id, max(r.last for r in e.array.indices))
+    return "" if is_id(longest) else f"job_id={e.job_id[:200]!r}: its tasks' ids ({longest}) too"
 
 
 def _attempt(e: Any) -> str:
@@ -249,6 +259,7 @@ def _quarantined(e: EventQuarantined) -> str:
 
 _CHECKS: dict[type[Event], Callable[[Any], str]] = {
     JobSubmitted: _submitted,
+    ArraySubmitted: _array_submitted,
     JobStarted: _started,
     JobCheckpointed: _checkpointed,
     JobExited: _exited,

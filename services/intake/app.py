@@ -13,6 +13,7 @@ import hashlib
 import logging
 import uuid
 
+import msgspec
 from opentelemetry import trace
 
 from allot.bus.eventlog import EventLog
@@ -37,6 +38,8 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import (
+    ArraySubmitted,
+    ArrayTasks,
     JobCancelRequested,
     JobSpec,
     JobSubmitted,
@@ -87,7 +90,8 @@ class Intake:
         for name in (CANCEL, ADMIN + CANCEL):
             self.commands.answer(name, self.cancel, control)
         self.commands.answer(NODE_COMMAND, self.node_command, control)
-        self._appending: dict[str, JobSpec] = {}  # job id -> spec appended, not yet folded
+        # Job (or array) id -> what was appended, not yet folded.
+        self._appending: dict[str, tuple[JobSpec, ArrayTasks | None]] = {}
         self._folded = Folded(self.state)
 
     async def run(self) -> None:
@@ -100,7 +104,8 @@ class Intake:
 
     async def _on_caught_up(self) -> None:
         await self._folded.announce()
-        for job_id in [j for j in self._appending if j in self.state.jobs]:
+        jobs, arrays = self.state.jobs, self.state.arrays
+        for job_id in [j for j in self._appending if j in jobs or j in arrays]:
             del self._appending[job_id]  # folded: the idempotency index has it now
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
@@ -123,8 +128,8 @@ class Intake:
         # The same key in flight (appended, not yet folded) for another spec: the server
         # would drop the second append as a duplicate, and its client would take the first
         # job for its own.
-        in_flight = self._appending.setdefault(job_id, spec)
-        if in_flight != spec:
+        submitted = (spec, request.array)
+        if self._appending.setdefault(job_id, submitted) != submitted:
             return SubmitReply(errors=[key_reused(key or "", job_id)])
         event = JobSubmitted(
             meta=stamp("intake", self.clock),
@@ -133,6 +138,8 @@ class Intake:
             idempotency_key=key,
             by=sender.principal,
         )
+        if request.array is not None:
+            event = ArraySubmitted(**msgspec.structs.asdict(event), array=request.array)
         trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
         try:
             appended = await self.events.append(event, msg_id=msgids.submission(job_id))
@@ -177,7 +184,7 @@ class Intake:
         errors = validate_cancel(request, self.state)
         if errors:
             return errors
-        job = self.state.jobs[request.job_id]
+        job = self.state.arrays.get(request.job_id) or self.state.jobs[request.job_id]
         refused = cancel_refusal(self.state, sender.principal, sender.operator, job)
         return [refused] if refused else []
 

@@ -24,6 +24,7 @@ from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import fates
 from allot.core.fold import LogRecord
+from allot.core.model import QueueEntry
 from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
 from allot.core.trail import Step, Trails
@@ -175,7 +176,7 @@ class ReadModel:
             # order. Each (tier, account)'s waiting jobs are kept in submission order:
             # merged from their ends, they come newest first, each where it was submitted.
             tails = [_backwards(entries, before) for entries in self.state.queues.values()]
-            return (jobs[job_id] for _, job_id in heapq.merge(*tails, reverse=True))
+            return (jobs[job_id] for _, _, job_id in heapq.merge(*tails, reverse=True))
         candidates = (jobs[i] for i in reversed(jobs))
         if before is None:
             return candidates
@@ -289,9 +290,9 @@ def _shown(steps: list[Step]) -> list[Step]:
     return [steps[0], gap, *steps[kept:]]
 
 
-def _backwards(entries: list[tuple[int, str]], before: int | None) -> Iterator[tuple[int, str]]:
-    """A queue's (submission seq, job id) entries submitted before ``before``, last first."""
-    end = len(entries) if before is None else bisect.bisect_left(entries, (before, ""))
+def _backwards(entries: list[QueueEntry], before: int | None) -> Iterator[QueueEntry]:
+    """A queue's entries submitted before ``before``, last first."""
+    end = len(entries) if before is None else bisect.bisect_left(entries, (before, 0, ""))
     return (entries[n] for n in range(end - 1, -1, -1))
 
 

@@ -293,11 +293,11 @@ def test_a_state_holding_a_number_past_64_bits_has_no_snapshot_and_says_why() ->
 
 def _ghost_waits(state: State) -> None:
     state.pending["ghost"] = None
-    state.queues[("batch", "lab/team")] = [(1, "ghost")]
+    state.queues[("batch", "lab/team")] = [(1, 0, "ghost")]
 
 
 def _queue_of_no_job(state: State) -> None:
-    state.queues[("tier", "nobody")] = [(1, "j1")]
+    state.queues[("tier", "nobody")] = [(1, 0, "j1")]
 
 
 def _holds_for_nobody(state: State) -> None:

@@ -50,7 +50,7 @@ def ordered(
     # (key, queue, index in it, the job): keys are unique, so the job is never compared.
     heads = []
     for n, entries in enumerate(queues):
-        job = jobs[entries[0][1]]
+        job = jobs[entries[0][2]]
         heads.append((key(n, job), n, 0, job))
     heapq.heapify(heads)
     replace, pop = heapq.heapreplace, heapq.heappop
@@ -65,7 +65,7 @@ def ordered(
         lifted = shared - (full_lift << _SEQ_BITS)  # of a job that waited the most that counts
         yield job
         for i in range(at + 1, len(entries)):
-            job = jobs[entries[i][1]]
+            job = jobs[entries[i][2]]
             # ``key``, inlined: this runs for every job, most of which waited long enough for
             # the full lift
             if job.submitted_at <= long_ago:

@@ -1,0 +1,171 @@
+"""Job arrays in the fold and the planner (``allot.core.arrays``, docs/adr/0035): one event,
+a job per index, a limit that keeps the rest out of the queue, cancel of one task or all."""
+
+import msgspec
+import pytest
+
+from allot.core import DEFAULT_POLICY, apply, plan, queue
+from allot.core.arrays import ArraySyntaxError, array_problems, indices, parse, text
+from allot.core.model import JobStatus
+from allot.core.snapshot import decode_snapshot, encode_snapshot
+from allot.core.validate import known_submission
+from allot.proto.codes import ARRAY_LIMIT
+from allot.proto.commands import SubmitRequest
+from allot.proto.events import ArraySubmitted, ArrayTasks, IndexRange, JobCancelRequested
+from allot.proto.limits import MAX_ARRAY_TASKS
+from tests import builders as b
+
+
+def array_submitted(
+    array_id: str, text: str, key: str | None = None, gpus: int = 1
+) -> ArraySubmitted:
+    return ArraySubmitted(
+        meta=b.meta(),
+        job_id=array_id,
+        spec=b.spec(gpus),
+        idempotency_key=key,
+        array=parse(text),
+    )
+
+
+def cancel(job_id: str) -> JobCancelRequested:
+    return JobCancelRequested(meta=b.meta(2_000), job_id=job_id)
+
+
+def test_indices_are_read_as_slurm_writes_them() -> None:
+    array = parse("0-4, 10,20-30:5%2")
+    assert array.max_running == 2
+    assert indices(array) == [0, 1, 2, 3, 4, 10, 20, 25, 30]
+    assert text(array) == "0-4,10,20-30:5%2"
+    assert indices(parse("3,1-3")) == [1, 2, 3]  # named twice: one task
+
+
+@pytest.mark.parametrize("bad", ["", "a-3", "1-", "0-9%", "0-9%x", "1--3", "0-9:0:1", "9" * 13])
+def test_text_that_is_no_array_says_what_would_be(bad: str) -> None:
+    with pytest.raises(ArraySyntaxError, match="0-999"):
+        parse(bad)
+
+
+def test_arrays_that_cannot_be_are_refused_naming_the_field() -> None:
+    problems = array_problems(ArrayTasks(indices=[IndexRange(first=9, last=3)]))
+    assert [(p.field, p.value) for p in problems] == [("array.indices[0]", "9-3")]
+    problems = array_problems(ArrayTasks(indices=[IndexRange(first=0, last=9, step=0)]))
+    assert [p.field for p in problems] == ["array.indices[0].step"]
+    too_many = array_problems(parse(f"0-{MAX_ARRAY_TASKS}"))
+    assert [(p.field, p.value) for p in too_many] == [("array", str(MAX_ARRAY_TASKS + 1))]
+    assert [p.field for p in array_problems(parse("0-9%0"))] == ["array.max_running"]
+    assert array_problems(parse(f"0-{MAX_ARRAY_TASKS - 1}%50")) == []
+
+
+def test_a_forged_event_of_a_million_tasks_is_ignored_before_any_is_made() -> None:
+    huge = array_submitted("a", "0-999999")
+    state = b.fold(huge)  # refused by counting them, not by listing them
+    assert state.jobs == {}
+    assert state.arrays == {}
+    assert "at most 10000 tasks" in state.ignored[-1].reason
+
+
+def test_one_event_makes_a_job_per_index_waiting_in_index_order() -> None:
+    state = b.fold(b.node("n1", 2), array_submitted("a", "0-11"))
+    tasks = state.arrays["a"].tasks
+    assert tasks == [f"a_{i}" for i in range(12)]
+    assert all(state.jobs[t].array_index == int(t[2:]) for t in tasks)
+    assert len({id(state.jobs[t].spec) for t in tasks}) == 1  # one spec for all
+    decided = plan(state, 2_000, DEFAULT_POLICY)
+    # by index, not by id as text (a_10 would come before a_2)
+    assert [a.job_id for a in decided.admissions] == ["a_0", "a_1"]
+    order = [job.job_id for job in queue(state, 2_000, DEFAULT_POLICY)]
+    assert order == [f"a_{i}" for i in range(12)]
+
+
+def test_past_its_limit_an_array_waits_outside_the_queue_and_refills_it() -> None:
+    state = b.fold(b.node("n1", 8), array_submitted("a", "0-9%3"))
+    assert list(state.pending) == ["a_0", "a_1", "a_2"]
+    held = state.jobs["a_3"]
+    assert held.status == JobStatus.PENDING
+    assert held.array_held
+    assert held.reason is not None
+    assert held.reason.code == ARRAY_LIMIT
+    assert state.wanted["lab/team"] == 3  # what could run is wanted, not what is held
+    decided = plan(state, 2_000, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["a_0", "a_1", "a_2"]  # 5 GPUs left idle
+    apply(state, state.seq + 1, b.plan(*decided.admissions))
+    apply(state, state.seq + 1, b.started("a_1", "n1", state.jobs["a_1"].placements["n1"]))
+    apply(state, state.seq + 1, b.exited("a_1", "n1"))
+    assert list(state.pending) == ["a_3"]  # one ended: the next joins the queue
+    assert not state.jobs["a_3"].array_held
+    assert state.jobs["a_3"].reason is None
+    assert state.arrays["a"].active == 3
+
+
+def test_cancelling_a_held_task_releases_nothing_and_the_next_is_skipped_past() -> None:
+    state = b.fold(b.node("n1", 8), array_submitted("a", "0-4%1"))
+    apply(state, state.seq + 1, cancel("a_1"))  # held: ends, nothing joins the queue
+    assert state.jobs["a_1"].status == JobStatus.CANCELLED
+    assert list(state.pending) == ["a_0"]
+    apply(state, state.seq + 1, cancel("a_0"))  # in the queue: the next held one joins it
+    assert list(state.pending) == ["a_2"]
+    assert state.wanted["lab/team"] == 1
+
+
+def test_cancelling_the_array_ends_every_task_and_stops_running_ones() -> None:
+    state = b.fold(b.node("n1", 2), array_submitted("a", "0-5%3"))
+    decided = plan(state, 2_000, DEFAULT_POLICY)
+    apply(state, state.seq + 1, b.plan(*decided.admissions))
+    apply(state, state.seq + 1, cancel("a"))
+    statuses = {t: state.jobs[t].status for t in state.arrays["a"].tasks}
+    assert statuses == {
+        "a_0": "admitted",
+        "a_1": "admitted",
+        **{f"a_{i}": "cancelled" for i in range(2, 6)},
+    }
+    assert all(state.jobs[t].cancel_requested for t in ("a_0", "a_1"))
+    assert state.pending == {}
+    apply(state, state.seq + 1, b.started("a_0", "n1", state.jobs["a_0"].placements["n1"]))
+    apply(state, state.seq + 1, b.exited("a_0", "n1", code=None))
+    assert state.pending == {}  # a cancelled array releases no more tasks
+    before = state.ignored_count
+    apply(state, state.seq + 1, cancel("a"))
+    assert state.ignored_count == before + 1
+
+
+def test_a_resubmission_with_its_key_is_the_same_array_and_another_array_is_refused() -> None:
+    request = SubmitRequest(spec=b.spec(), idempotency_key="k", array=parse("0-9"))
+    state = b.fold(array_submitted("a", "0-9", key="k"))
+    assert known_submission(request, "", state) == ("a", [])
+    other = msgspec.structs.replace(request, array=parse("0-19"))
+    known, errors = known_submission(other, "", state)
+    assert known is None
+    assert [e.field for e in errors] == ["idempotency_key"]
+    plain = msgspec.structs.replace(request, array=None)
+    assert known_submission(plain, "", state)[1] != []
+
+
+def test_an_array_whose_task_is_a_job_already_is_ignored_whole() -> None:
+    state = b.fold(b.submitted("a_3"), array_submitted("a", "0-9"))
+    assert "a" not in state.arrays
+    assert list(state.jobs) == ["a_3"]
+
+
+def test_a_snapshot_keeps_arrays_and_held_tasks_exactly() -> None:
+    state = b.fold(b.node("n1", 8), array_submitted("a", "0-9%3"), cancel("a_5"))
+    again = decode_snapshot(encode_snapshot(state, "v"), "v")
+    assert again.arrays == state.arrays
+    assert again.jobs == state.jobs
+    apply(state, state.seq + 1, cancel("a_0"))
+    apply(again, again.seq + 1, cancel("a_0"))
+    assert list(again.pending) == list(state.pending) == ["a_1", "a_2", "a_3"]
+
+
+def test_a_cycle_looks_at_as_many_tasks_of_an_array_of_10_000_as_of_one_of_100() -> None:
+    """One GPU free and an array of 2-GPU tasks waiting: a cycle looks at the policy's
+    depth of it, however many wait (``allot bench planner`` measures the time)."""
+
+    def looked_at(tasks: int) -> int:
+        last = f"0-{tasks - 1}"
+        array = array_submitted("a", last, gpus=2)
+        state = b.fold(b.node("n1", 8), b.submitted("big", 7), array)
+        apply(state, state.seq + 1, b.plan(("big", "n1", list(range(7)))))
+        return len(plan(state, 2_000, DEFAULT_POLICY).waiting)
+
+    assert looked_at(10_000) == looked_at(100) == DEFAULT_POLICY.queue_depth
