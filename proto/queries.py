@@ -51,18 +51,22 @@ class _Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 class JobsQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Jobs, newest first, that match every filter given: a state, an account (or one below
-    it), who submitted it. ``before``: only jobs submitted before this sequence (the
-    ``next_before`` of the previous page)."""
+    it), who submitted it, the job array it is a task of. The tasks of an array come newest
+    first by index. ``before`` and ``before_index``: only jobs submitted before this
+    sequence, or at it with a lower index (the ``next_before`` and ``next_before_index`` of
+    the previous page)."""
 
     states: Annotated[list[JobState], msgspec.Meta(max_length=MAX_FILTERS)] = []
     accounts: Annotated[list[Account], msgspec.Meta(max_length=MAX_FILTERS)] = []
     users: Annotated[list[Principal], msgspec.Meta(max_length=MAX_FILTERS)] = []
+    array: Id | None = None
     limit: Rows = 100
     before: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    before_index: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 class JobQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One job, whole."""
+    """One job, whole; or a job array at a glance (``{"array": ...}``)."""
 
     job_id: Id
 
@@ -76,7 +80,8 @@ class QueueQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 
 class ExplainQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Why a job is where it is, and its whole trail."""
+    """Why a job is where it is, and its whole trail; of a job array, its glance and the
+    first of its tasks that waits (``{"array": ..., "task": ...}``)."""
 
     job_id: Id
 
@@ -104,6 +109,7 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True):
     data: Any = None
     more: bool = False
     next_before: int | None = None  # jobs: where the next page begins
+    next_before_index: int = 0
     total: int | None = None  # queue: how many wait in all
     # Events of the log the fold refused: no error of the query, but an operator should know.
     ignored_count: int = 0

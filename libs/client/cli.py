@@ -27,6 +27,7 @@ from allot.client.readers import (
     cmd_status,
 )
 from allot.client.session import connect, current_file, emit
+from allot.core import arrays
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate
@@ -48,9 +49,16 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         problem = error.problem
         print(f"allot: {problem.field}={problem.value!r}: {problem.message}", file=sys.stderr)
         return 2
+    array = None
+    if args.array is not None:
+        try:
+            array = arrays.parse(args.array)
+        except arrays.ArraySyntaxError as error:
+            print(f"allot: --array={error}", file=sys.stderr)
+            return 2
     async with await connect(args) as client:
         try:
-            reply = await client.submit(spec, idempotency_key=args.idempotency_key)
+            reply = await client.submit(spec, idempotency_key=args.idempotency_key, array=array)
         except CommandError as error:
             report_refusal(error, "submission refused, nothing was stored")
             return 2
@@ -61,6 +69,8 @@ async def cmd_submit(args: argparse.Namespace) -> int:
             print(reply.job_id, file=sys.stderr if args.wait else sys.stdout)
         if not args.wait:
             return 0
+        if array is not None:
+            return await _wait_for_array(args, client, reply.job_id)
         job = await client.wait(reply.job_id, timeout=args.timeout)
         if args.json:
             print(json.dumps(render.job_view(job), sort_keys=True))
@@ -74,6 +84,17 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         if job.exit_code is None:
             return 1 if job.status != "succeeded" else 0
         return job.exit_code if job.exit_code >= 0 else 128 - job.exit_code
+
+
+async def _wait_for_array(args: argparse.Namespace, client: AsyncClient, array_id: str) -> int:
+    """Until every task has ended: 0 if every one succeeded, else 1 (as ``sbatch --wait``
+    says only whether all went well; ``allot status ARRAY`` says which did not)."""
+    view = await client.wait_array(array_id, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(view, sort_keys=True))
+    elif not args.quiet:
+        print(render.array_summary(view), file=sys.stderr)
+    return 0 if set(view["by_status"]) == {"succeeded"} else 1
 
 
 async def print_output(client: AsyncClient, job_id: str) -> None:
@@ -614,6 +635,12 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--name", help="a name to recognise the job by")
     submit.add_argument("--tier", choices=TIERS, help="interactive, batch (default), best-effort")
     submit.add_argument("--idempotency-key", help="retrying with the same key never submits twice")
+    submit.add_argument(
+        "--array",
+        metavar="INDICES",
+        help="a job array: one task per index, e.g. 0-999, 1,3,5-9 or 0-99:2, and %%N for at "
+        "most N at once (0-999%%50); each task sees ALLOT_ARRAY_INDEX",
+    )
     submit.add_argument(
         "--resumable", action="store_true", default=None, help="it checkpoints and may be requeued"
     )

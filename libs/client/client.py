@@ -45,7 +45,7 @@ from allot.proto.commands import (
     SubmitReply,
     SubmitRequest,
 )
-from allot.proto.events import JobSpec
+from allot.proto.events import ArrayTasks, JobSpec
 from allot.proto.output import DEFAULT_OUTPUT_BYTES, OutputReply, OutputRequest
 from allot.proto.queries import JOB, Answer, JobQuery
 from allot.proto.subjects import (
@@ -189,11 +189,14 @@ class AsyncClient:
         spec: JobSpec,
         *,
         idempotency_key: str | None = None,
+        array: ArrayTasks | None = None,
         timeout: float = 5.0,
         attempts: int = 5,
     ) -> SubmitReply:
+        """Submit a job, or with ``array`` a job array (the reply's id names the array)."""
         key = idempotency_key or uuid.uuid4().hex
-        payload = msgspec.json.encode(SubmitRequest(spec=spec, idempotency_key=key))
+        request = SubmitRequest(spec=spec, idempotency_key=key, array=array)
+        payload = msgspec.json.encode(request)
         # The job's trace begins here (or in the caller's span, if there is one).
         with tracing.tracer.start_as_current_span("allot.submit", kind=SpanKind.CLIENT) as span:
             span.set_attributes({"allot.account": spec.account, "allot.tier": spec.tier,
@@ -410,6 +413,21 @@ class AsyncClient:
             raise WaitTimedOut(job_id, status, timeout) from None
         raise AssertionError("unreachable")
 
+    async def wait_array(self, array_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Wait until every task of the job array has ended; the array at a glance
+        (``render.array_view``). Asked every ``WAIT_POLL_S``: its tasks' events are many."""
+        view: dict[str, Any] = {}
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    view = (await self.query(JOB, JobQuery(job_id=array_id))).data["array"]
+                    if not set(view["by_status"]) - TERMINAL_STATES:
+                        return view
+                    await asyncio.sleep(WAIT_POLL_S)
+        except TimeoutError:
+            assert timeout is not None
+            raise WaitTimedOut(array_id, str(view.get("by_status", "unknown")), timeout) from None
+
     async def job_updates(self, job_id: str) -> AsyncGenerator[JobRecord | None, None]:
         """The job as the read model has it now (None: not in the log yet), then again
         whenever an event under the job's subjects is appended, and every ``WAIT_POLL_S``
@@ -458,6 +476,7 @@ class AsyncClient:
 
 # Who answers each command and query, by its name in the subject.
 WAIT_POLL_S = 1.0  # how often ``wait`` asks again when none of the job's events came
+TERMINAL_STATES = frozenset(str(s) for s in JobStatus if s.terminal)
 
 _SERVICE_OF = {name: service for service, names in ANSWERS.items() for name in names}
 

@@ -37,18 +37,27 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print(f"allot: {error}", file=sys.stderr)
         return 2
     async with await connect(args) as client:
+        array = None
         if args.job:
             answer = await ask(client, JOB, JobQuery(job_id=args.job))
             if answer is None:
                 return 1
-            job = msgspec.convert(answer.data, JobRecord, strict=False)
-            emit(args, answer.data, render.job_detail(job))
-            return 0
-        jobs, more = await jobs_matching(client, args)
+            if "array" not in answer.data:
+                job = msgspec.convert(answer.data, JobRecord, strict=False)
+                emit(args, answer.data, render.job_detail(job))
+                return 0
+            array = answer.data["array"]
+        jobs, more = await jobs_matching(client, args, None if array is None else args.job)
     if jobs is None:
         return 2
-    shown = [msgspec.convert(view, JobRecord, strict=False) for view in jobs]
-    emit(args, jobs, render.jobs_table(shown, columns))
+    if array is not None:  # its tasks by index, after the array at a glance
+        jobs.sort(key=lambda view: view["array_index"])
+        shown = [msgspec.convert(view, JobRecord, strict=False) for view in jobs]
+        table = render.jobs_table(shown, columns)
+        emit(args, {"array": array, "tasks": jobs}, f"{render.array_summary(array)}\n\n{table}")
+    else:
+        shown = [msgspec.convert(view, JobRecord, strict=False) for view in jobs]
+        emit(args, jobs, render.jobs_table(shown, columns))
     if more and not args.json:
         print(f"note: the newest {len(jobs)} shown; --limit N or --all for more", file=sys.stderr)
     return 0
@@ -68,24 +77,27 @@ def job_columns(given: str | None) -> tuple[str, ...]:
 
 
 async def jobs_matching(
-    client: AsyncClient, args: argparse.Namespace
+    client: AsyncClient, args: argparse.Namespace, array: str | None = None
 ) -> tuple[list[dict[str, Any]] | None, bool]:
-    """The jobs ``status``'s filters ask for, newest first, page by page up to ``--limit``
-    (all of them with ``--all``); and whether there are more."""
+    """The jobs ``status``'s filters ask for (of them, the tasks of ``array``), newest
+    first, page by page up to ``--limit`` (all of them with ``--all``); and whether there
+    are more."""
     wanted = None if args.all else args.limit
     found: list[dict[str, Any]] = []
     before: int | None = None
+    before_index = 0
     while True:
         page = MAX_ROWS if wanted is None else min(MAX_ROWS, wanted - len(found))
         query = JobsQuery(states=args.state, accounts=args.account, users=args.user,
-                          limit=page, before=before)  # fmt: skip
+                          array=array, limit=page, before=before,
+                          before_index=before_index)  # fmt: skip
         answer = await ask(client, JOBS, query)
         if answer is None:
             return None, False
         if not found:
             report_ignored(answer)  # once, with the first page
         found += answer.data
-        before = answer.next_before
+        before, before_index = answer.next_before, answer.next_before_index
         if not answer.more or before is None or (wanted is not None and len(found) >= wanted):
             return found, answer.more
 
@@ -134,7 +146,14 @@ async def cmd_explain(args: argparse.Namespace) -> int:
     answer = await asked(args, EXPLAIN, ExplainQuery(job_id=args.job))
     if answer is None:
         return 1
-    emit(args, answer.data, render.explain_text(answer.data))
+    data = answer.data
+    if "array" not in data:
+        emit(args, data, render.explain_text(data))
+        return 0
+    task = data["task"]
+    said = "no task of it waits" if task is None else "its first task that waits:\n"
+    said += "" if task is None else render.explain_text(task)
+    emit(args, data, f"{render.array_summary(data['array'])}\n\n{said}")
     return 0
 
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from allot.bus.eventlog import Record
+from allot.core.arrays import text as indices_text
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate, fates
 from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
-from allot.core.model import JobRecord, NodeRecord, State
+from allot.core.model import ArrayRecord, JobRecord, NodeRecord, State
 from allot.proto.events import AccountSettings, JobStarted, PendingReason
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ def job_detail(job: JobRecord) -> str:
         f"exit code  {'-' if job.exit_code is None else job.exit_code}",
         f"output     {job.output_path or '-'}",
     ]
+    if job.array_id is not None:
+        lines.append(f"array      task {job.array_index} of {job.array_id}")
     if job.reason is not None:
         lines.append(f"waiting    {reason_text(job.reason)}")
     if job.preemptions:
@@ -131,6 +134,46 @@ def job_detail(job: JobRecord) -> str:
             f"short: it needed {human_duration(job.grace_too_short_ns)} and was killed; "
             "raise --grace"
         )
+    return "\n".join(lines)
+
+
+def array_view(state: State, array: ArrayRecord) -> dict[str, Any]:
+    """A job array at a glance: what it runs, its indices and how many tasks are in each
+    state (``allot status ARRAY``, ``allot explain ARRAY``)."""
+    counts: dict[str, int] = {}
+    for job_id in array.tasks:
+        status = str(state.jobs[job_id].status)
+        counts[status] = counts.get(status, 0) + 1
+    spec = array.spec
+    return {
+        "array_id": array.array_id,
+        "indices": indices_text(array.array),
+        "tasks": len(array.tasks),
+        "max_running": array.array.max_running,
+        "by_status": dict(sorted(counts.items())),
+        "name": spec.name,
+        "account": spec.account,
+        "tier": spec.tier,
+        "gpus": spec.total_gpus,
+        "command": spec.command,
+        "submitted_at": array.submitted_at,
+        "submitted_by": array.submitted_by,
+        "cancel_requested": array.cancel_requested,
+    }
+
+
+def array_summary(view: dict[str, Any]) -> str:
+    """``array_view`` for people."""
+    counts = ", ".join(f"{n} {status}" for status, n in view["by_status"].items())
+    cap = f", at most {view['max_running']} at once" if view["max_running"] else ""
+    lines = [
+        f"array      {view['array_id']}  ({view['name'] or 'unnamed'})",
+        f"tasks      {view['tasks']}: indices {view['indices']}{cap}",
+        f"status     {counts}" + ("  (cancel requested)" if view["cancel_requested"] else ""),
+        f"account    {view['account']}  ({view['tier']}), {view['gpus']} GPUs per task",
+        f"command    {' '.join(view['command'])}",
+        f"submitted  {when(view['submitted_at'])} by {view['submitted_by'] or '-'}",
+    ]
     return "\n".join(lines)
 
 

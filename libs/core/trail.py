@@ -54,9 +54,12 @@ class Trails:
         self._steps: dict[str, list[Step]] = {}
         self._checkpoints: dict[str, int] = {}
 
-    def of(self, job_id: str) -> list[Step]:
-        """The job's steps; a reason holds until whatever came next."""
+    def of(self, job_id: str, array_id: str | None = None) -> list[Step]:
+        """The job's steps; a reason holds until whatever came next. A task of a job array
+        (``array_id``) has the array's steps too: its submission, a cancel of all."""
         steps = self._steps.get(job_id, [])
+        if array_id is not None:
+            steps = sorted(self._steps.get(array_id, []) + steps, key=_seq)
         return [
             msgspec.structs.replace(step, until=steps[n + 1].at)
             if step.what == "waiting" and n + 1 < len(steps)
@@ -146,6 +149,10 @@ def _from_plan(
             text = "GPUs held for it while the jobs stopped for it end"
             steps.append(Step(at=plan.now, seq=seq, what="held", text=text))
     return steps
+
+
+def _seq(step: Step) -> int:
+    return step.seq
 
 
 def _reason(reason: PendingReason | object) -> str:

@@ -51,6 +51,11 @@ def attempt() -> int:
     return int(_variable("ALLOT_ATTEMPT"))
 
 
+def array_index() -> int:
+    """This task's index in its job array (``allot submit --array``)."""
+    return int(_variable("ALLOT_ARRAY_INDEX"))
+
+
 def checkpoint_dir() -> Path:
     """Where checkpoints go; the same directory for every attempt of the job."""
     return Path(_variable("ALLOT_CHECKPOINT_DIR"))

@@ -430,7 +430,9 @@ class NodeAgent:
             if unknown:
                 raise ValueError(f"this host has no device {unknown} that it could name")
             devices = process.device_env(gpus, self._uuids_of(gpus))
-        return {**process.gang_env(job, self.node_id, lead.hostname if lead else ""), **devices}
+        gang = process.gang_env(job, self.node_id, lead.hostname if lead else "")
+        array = self.state.arrays.get(job.array_id) if job.array_id is not None else None
+        return {**gang, **process.array_env(job, array), **devices}
 
     async def _append(self, event: Event, msg_id: str) -> None:
         """Append until it is stored: a report must not be lost to a passing NATS hiccup.

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from allot.core import JobRecord
+from allot.core.arrays import indices
+from allot.core.model import ArrayRecord
 from allot.core.ranks import local_workers
 from allot.services.node.files import write_atomically
 
@@ -63,6 +65,23 @@ def gang_env(job: JobRecord, node_id: str, lead_host: str) -> dict[str, str]:
         "ALLOT_WORKERS": str(job.spec.workers),
         "ALLOT_GPUS_PER_WORKER": str(job.spec.gpus),
         "ALLOT_LOCAL_WORKERS": str(local_workers(job.spec, len(gpus))),
+    }
+
+
+def array_env(job: JobRecord, array: ArrayRecord | None) -> dict[str, str]:
+    """What a task of a job array learns of it: its index, and the array's id, size and
+    first and last index, as Slurm's ``SLURM_ARRAY_*`` tell them. Not under Slurm's names:
+    those tell libraries that look for them (PyTorch Lightning, submitit) that Slurm runs
+    the job."""
+    if array is None:
+        return {}
+    numbers = indices(array.array)
+    return {
+        "ALLOT_ARRAY_JOB_ID": array.array_id,
+        "ALLOT_ARRAY_INDEX": str(job.array_index),
+        "ALLOT_ARRAY_TASK_COUNT": str(len(numbers)),
+        "ALLOT_ARRAY_TASK_MIN": str(numbers[0]),
+        "ALLOT_ARRAY_TASK_MAX": str(numbers[-1]),
     }
 
 

@@ -24,7 +24,7 @@ from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import fates
 from allot.core.fold import LogRecord
-from allot.core.model import QueueEntry
+from allot.core.model import ArrayRecord, JobStatus, QueueEntry
 from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
 from allot.core.trail import Step, Trails
@@ -161,28 +161,40 @@ class ReadModel:
                 break
             found.append(job)
         data = [render.job_view(job) for job in found]
-        after = found[-1].submitted_seq if more and found else None
+        last = found[-1] if more and found else None
         state = self.state
         ignored = [f"{i.seq} {i.type}: {i.reason[:200]}" for i in state.ignored[-SHOWN_IGNORED:]]
-        return Answer(seq=state.seq, data=data, more=more, next_before=after,
+        return Answer(seq=state.seq, data=data, more=more,
+                      next_before=last.submitted_seq if last else None,
+                      next_before_index=last.array_index if last else 0,
                       ignored_count=state.ignored_count, ignored=ignored)  # fmt: skip
 
     def _newest_first(self, query: JobsQuery) -> Iterator[JobRecord]:
         """Jobs newest first, from ``query.before``; only the waiting ones where only they
         are asked for (they are indexed), so a page costs about its own length."""
-        jobs, before = self.state.jobs, query.before
-        if set(query.states) == {"pending"}:
+        jobs = self.state.jobs
+        before = None if query.before is None else (query.before, query.before_index)
+        if query.array is not None:
+            array = self.state.arrays.get(query.array)
+            candidates = (jobs[i] for i in reversed(array.tasks if array else []))
+        elif set(query.states) == {"pending"}:
             # Not ``state.pending``: a requeued job comes last there, out of submission
             # order. Each (tier, account)'s waiting jobs are kept in submission order:
             # merged from their ends, they come newest first, each where it was submitted.
             tails = [_backwards(entries, before) for entries in self.state.queues.values()]
             return (jobs[job_id] for _, _, job_id in heapq.merge(*tails, reverse=True))
-        candidates = (jobs[i] for i in reversed(jobs))
+        else:
+            candidates = (jobs[i] for i in reversed(jobs))
         if before is None:
             return candidates
-        return itertools.dropwhile(lambda job: job.submitted_seq >= before, candidates)
+        return itertools.dropwhile(
+            lambda job: (job.submitted_seq, job.array_index) >= before, candidates
+        )
 
     def job(self, query: JobQuery) -> Answer:
+        array = self.state.arrays.get(query.job_id)
+        if array is not None:
+            return Answer(seq=self.state.seq, data={"array": render.array_view(self.state, array)})
         job = self.state.jobs.get(query.job_id)
         if job is None:
             return self._no_job(query.job_id)
@@ -211,9 +223,24 @@ class ReadModel:
         return Answer(seq=self.state.seq, data=data, more=more, total=len(rows))
 
     def explain(self, query: ExplainQuery) -> Answer:
+        array = self.state.arrays.get(query.job_id)
+        if array is not None:
+            return self._explain_array(query, array)
         job = self.state.jobs.get(query.job_id)
         if job is None:
             return self._no_job(query.job_id)
+        return Answer(seq=self.state.seq, data=self._explained(query, job))
+
+    def _explain_array(self, query: ExplainQuery, array: ArrayRecord) -> Answer:
+        """The array at a glance, and why the first of its tasks that waits does; held
+        tasks wait for the array's limit, which their reason says."""
+        jobs = self.state.jobs
+        waiting = next((jobs[t] for t in array.tasks if jobs[t].status is JobStatus.PENDING), None)
+        task = None if waiting is None else self._explained(query, waiting)
+        data = {"array": render.array_view(self.state, array), "task": task}
+        return Answer(seq=self.state.seq, data=data)
+
+    def _explained(self, query: ExplainQuery, job: JobRecord) -> dict[str, Any]:
         derived = self.queue_at(query.at_least)
         row = derived.by_job.get(job.job_id)
         if job.job_id in self.state.pending and row is None:
@@ -221,8 +248,9 @@ class ReadModel:
                    "estimated_start": None}  # fmt: skip
         now = self.clock.now()
         view = render.explain(self.state, job, now, derived.policy, row)
-        view["trail"] = [msgspec.to_builtins(step) for step in _shown(self.trails.of(job.job_id))]
-        return Answer(seq=self.state.seq, data=view)
+        steps = self.trails.of(job.job_id, job.array_id)
+        view["trail"] = [msgspec.to_builtins(step) for step in _shown(steps)]
+        return view
 
     def nodes(self, query: NodesQuery) -> Answer:
         nodes = self.state.nodes
@@ -290,9 +318,10 @@ def _shown(steps: list[Step]) -> list[Step]:
     return [steps[0], gap, *steps[kept:]]
 
 
-def _backwards(entries: list[QueueEntry], before: int | None) -> Iterator[QueueEntry]:
-    """A queue's entries submitted before ``before``, last first."""
-    end = len(entries) if before is None else bisect.bisect_left(entries, (before, 0, ""))
+def _backwards(entries: list[QueueEntry], before: tuple[int, int] | None) -> Iterator[QueueEntry]:
+    """A queue's entries before ``before`` (submission seq, index in its array), last
+    first."""
+    end = len(entries) if before is None else bisect.bisect_left(entries, (*before, ""))
     return (entries[n] for n in range(end - 1, -1, -1))
 
 
