@@ -1,9 +1,12 @@
 """``allot bench stack``: submit-to-start latency on an idle stack, the wall time of a cold
-``allot submit`` process, and sustained intake throughput.
+``allot submit`` process (with and without ``--wait``), a job array's submission, and
+sustained intake throughput.
 
 It starts its own stack in a temporary directory, so the numbers do not depend on what else
 runs. Latency is measured from the ``at`` of ``JobSubmitted`` (stamped by intake) to the
-``at`` of ``JobStarted`` (stamped by the node agent), one job at a time. Throughput is the
+``at`` of ``JobStarted`` (stamped by the node agent), and to the job's first instruction
+(the time its command prints as it begins), one job at a time. An array's submission is
+timed to its acknowledgement and to the read model showing every task. Throughput is the
 rate at which the intake acknowledges submissions with ``--concurrency`` in flight; then how
 long the planner needs to state a reason for every queued job.
 """
@@ -22,7 +25,8 @@ from pathlib import Path
 from allot.client.client import AsyncClient
 from allot.client.stack import NodeShape, Stack
 from allot.core import JobStatus
-from allot.proto.events import JobSpec
+from allot.proto.events import ArrayTasks, IndexRange, JobSpec
+from allot.proto.queries import JOB, JobQuery
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -43,20 +47,29 @@ async def bench(args: argparse.Namespace) -> int:
         await stack.start()
         try:
             async with await stack.client() as client:
-                latency = await submit_to_start(client, args.jobs)
+                latency, first = await submit_to_start(client, args.jobs)
                 cli = await cli_submit_wall(stack, args.cli_runs)
+                cli_wait = await cli_submit_wall(stack, args.cli_runs, wait=True)
+                array = await array_submit(client, args.array_tasks)
                 throughput = await intake_throughput(client, args.burst, args.concurrency)
         finally:
             await stack.stop()
-    result = {"submit_to_start_ms": latency, "cli_submit_ms": cli, "intake": throughput}
+    result = {"submit_to_start_ms": latency, "submit_to_first_instruction_ms": first,
+              "cli_submit_ms": cli, "cli_submit_wait_ms": cli_wait, "array": array,
+              "intake": throughput}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         print(
             f"submit→start over {args.jobs} jobs: p50 {latency['p50']:.1f} ms, "
             f"p99 {latency['p99']:.1f} ms, max {latency['max']:.1f} ms\n"
+            f"submit→first instruction: p50 {first['p50']:.1f} ms, p99 {first['p99']:.1f} ms\n"
             f"`allot submit`, a process each, over {args.cli_runs} runs: p50 {cli['p50']:.0f} ms, "
             f"p90 {cli['p90']:.0f} ms\n"
+            f"`allot submit --wait -- true`, the same: p50 {cli_wait['p50']:.0f} ms, "
+            f"p90 {cli_wait['p90']:.0f} ms\n"
+            f"an array of {args.array_tasks} tasks: acknowledged in {array['acknowledged_ms']:.0f} "
+            f"ms, every task shown by the read model after {array['shown_ms']:.0f} ms\n"
             f"intake: {throughput['submissions']:.0f} submissions in {throughput['seconds']:.2f} s "
             f"= {throughput['per_second']:.0f}/s (concurrency {args.concurrency}); "
             f"planner caught up {throughput['planner_caught_up_after_s']:.2f} s later, "
@@ -65,16 +78,27 @@ async def bench(args: argparse.Namespace) -> int:
     return 0
 
 
-async def submit_to_start(client: AsyncClient, jobs: int) -> dict[str, float]:
-    spec = JobSpec(account="bench/latency", gpus=1, command=[sys.executable, "-c", "pass"])
-    samples: list[float] = []
+async def submit_to_start(
+    client: AsyncClient, jobs: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Submission to ``JobStarted``, and to the first instruction of the job's command
+    (``date`` printing the time as it begins), one trivial job at a time."""
+    spec = JobSpec(account="bench/latency", gpus=1, command=["date", "+%s%N"])
+    started: list[float] = []
+    first: list[float] = []
     for _ in range(jobs):
         reply = await client.submit(spec)
         assert reply.job_id is not None
         job = await client.wait(reply.job_id, timeout=30)
-        if job.status != JobStatus.SUCCEEDED or job.started_at is None:
+        if job.status != JobStatus.SUCCEEDED or job.started_at is None or not job.output_path:
             raise RuntimeError(f"bench job {job.job_id} ended {job.status}")
-        samples.append((job.started_at - job.submitted_at) / 1e6)
+        began = int(Path(job.output_path).read_text().split()[-1])
+        started.append((job.started_at - job.submitted_at) / 1e6)
+        first.append((began - job.submitted_at) / 1e6)
+    return _spread(started, jobs), _spread(first, jobs)
+
+
+def _spread(samples: list[float], jobs: int) -> dict[str, float]:
     return {
         "p50": statistics.median(samples),
         "p99": percentile(samples, 99),
@@ -83,9 +107,31 @@ async def submit_to_start(client: AsyncClient, jobs: int) -> dict[str, float]:
     }
 
 
-async def cli_submit_wall(stack: Stack, runs: int) -> dict[str, float]:
+async def array_submit(client: AsyncClient, tasks: int) -> dict[str, float]:
+    """One array of ``tasks`` tasks that cannot start (each wants more GPUs than there are
+    free): until the intake acknowledges it, and until the read model shows every task."""
+    spec = JobSpec(account="bench/array", gpus=8, command=["true"], max_runtime_ns=10**9)
+    began = time.perf_counter()
+    reply = await client.submit(
+        spec, array=ArrayTasks(indices=[IndexRange(first=0, last=tasks - 1)])
+    )
+    acknowledged = time.perf_counter() - began
+    assert reply.job_id is not None
+    async with asyncio.timeout(60):
+        while True:
+            view = (await client.query(JOB, JobQuery(job_id=reply.job_id))).data["array"]
+            if view["tasks"] == tasks:
+                break
+            await asyncio.sleep(0.01)
+    shown = time.perf_counter() - began
+    await client.cancel(reply.job_id)  # out of the throughput run's way
+    return {"tasks": float(tasks), "acknowledged_ms": acknowledged * 1e3, "shown_ms": shown * 1e3}
+
+
+async def cli_submit_wall(stack: Stack, runs: int, wait: bool = False) -> dict[str, float]:
     """Wall time of ``allot submit`` as a CI job runs it: a new process each time, from
-    start to the job id printed (Python's start-up and imports included)."""
+    start to the job id printed (Python's start-up and imports included); with ``wait``,
+    to the end of the job (``true``)."""
     env = {**os.environ, "ALLOT_NATS_URL": stack.url}
     for name, path in (("ALLOT_IDENTITY", stack.operator), ("ALLOT_TLS_CA", stack.tls_ca)):
         if path is None:
@@ -93,7 +139,7 @@ async def cli_submit_wall(stack: Stack, runs: int) -> dict[str, float]:
         else:
             env[name] = str(path)
     command = [sys.executable, "-m", "allot.client.cli", "submit", "--gpus", "1",
-               "--account", "bench/cli", "--", "true"]  # fmt: skip
+               "--account", "bench/cli", *(["--wait"] if wait else []), "--", "true"]  # fmt: skip
     samples: list[float] = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -961,7 +961,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=count, default=100, help="jobs for the latency run (default 100)"
     )
     stack.add_argument(
-        "--burst", type=count, default=2000, help="submissions for the throughput run"
+        "--burst", type=count, default=10_000,
+        help="submissions for the throughput run (default 10,000)",
+    )  # fmt: skip
+    stack.add_argument(
+        "--array-tasks", type=count, default=1000, help="tasks of the array submitted (1,000)"
     )
     stack.add_argument(
         "--cli-runs", type=count, default=20,

@@ -20,7 +20,8 @@ from allot.core import JobRecord
 from allot.core.arrays import indices
 from allot.core.model import ArrayRecord
 from allot.core.ranks import local_workers
-from allot.services.node.files import write_atomically
+from allot.services.node import supervise
+from allot.services.node.supervise import write_atomically
 
 
 class JobDir:
@@ -112,8 +113,9 @@ async def launch(
     with open(job_dir.output, "ab") as output:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
-            "-m",
-            "allot.services.node.supervise",
+            "-I",  # isolated, without site: it starts in half the time (its docstring)
+            "-S",
+            supervise.__file__,
             str(job_dir.path),
             "--",
             *job.spec.command,

@@ -1,4 +1,4 @@
-"""The parent of every job process: ``python -m allot.services.node.supervise DIR -- CMD…``.
+"""The parent of every job process: ``python -I -S supervise.py DIR -- CMD…``.
 
 It leads the job's process group, so a signal to the group reaches the job, while it
 survives SIGTERM itself to write the job's exit status into ``DIR/exit_code`` (atomically)
@@ -9,37 +9,49 @@ supervisor itself: the job's GPUs are handed out again at once.
 The agent starts it with SIGTERM and SIGINT blocked: a stop sent before the job exists
 stays pending, arrives here once the handler is in place, and is passed on to the job as
 soon as it has started.
+
+It stands between a job's submission and its first instruction, so it starts as little of
+Python as it can: run by its path, isolated and without ``site`` (``-I -S``: no
+site-packages, no path hooks of an editable install), importing only ``os``, ``signal``
+and ``sys``, and starting the job by ``fork`` and ``exec``, not ``subprocess``.
 """
 
 import os
 import signal
-import subprocess
 import sys
-from pathlib import Path
-
-from allot.services.node.files import write_atomically
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
+def write_atomically(path: "os.PathLike[str] | str", text: str) -> None:
+    """Write a file that a crash cannot leave half-written."""
+    tmp = f"{os.fspath(path)}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def main(argv: list[str]) -> int:
-    job_dir, command = Path(argv[0]), argv[2:]
+    job_dir, command = argv[0], argv[2:]
     received: list[int] = []
     for signum in STOP_SIGNALS:
         # A Python-level handler (not SIG_IGN) is reset to the default by exec, so the job
         # itself still receives and handles the signal.
         signal.signal(signum, lambda number, frame: received.append(number))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    try:
-        job = subprocess.Popen(command)
-    except OSError as error:
-        print(f"allot: cannot run {command[0]!r}: {error}", file=sys.stderr, flush=True)
-        code = 127
-    else:
-        if received:  # arrived before the job existed, so the group signal missed it
-            job.send_signal(received[0])
-        code = job.wait()
-    write_atomically(job_dir / "exit_code", str(code))
+    job = os.fork()
+    if job == 0:
+        try:
+            os.execvp(command[0], command)
+        except OSError as error:
+            os.write(2, f"allot: cannot run {command[0]!r}: {error}\n".encode())
+        os._exit(127)
+    if received:  # arrived before the job existed, so the group signal missed it
+        os.kill(job, received[0])
+    code = os.waitstatus_to_exitcode(os.waitpid(job, 0)[1])
+    write_atomically(os.path.join(job_dir, "exit_code"), str(code))
     os.killpg(0, signal.SIGKILL)  # the job's leftovers, and this process last
     return code
 

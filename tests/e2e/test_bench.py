@@ -16,7 +16,8 @@ def run(*args: str) -> dict[str, object]:
 
 
 def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
-    report = run("bench", "stack", "--jobs", "5", "--burst", "50", "--cli-runs", "3")
+    report = run("bench", "stack", "--jobs", "5", "--burst", "50", "--cli-runs", "3",
+                 "--array-tasks", "40")  # fmt: skip
     latency, cli, intake = report["submit_to_start_ms"], report["cli_submit_ms"], report["intake"]
     assert isinstance(latency, dict)
     assert isinstance(cli, dict)
@@ -28,6 +29,15 @@ def test_the_stack_benchmark_runs_and_reports_its_figures() -> None:
     assert intake["submissions"] == 50
     assert intake["per_second"] > 0
     assert intake["plans"] >= 1
+    first, wait = report["submit_to_first_instruction_ms"], report["cli_submit_wait_ms"]
+    array = report["array"]
+    assert isinstance(first, dict)
+    assert isinstance(wait, dict)
+    assert isinstance(array, dict)
+    assert 0 < first["p50"] <= first["p99"]
+    assert wait["runs"] == 3
+    assert array["tasks"] == 40
+    assert 0 < array["acknowledged_ms"] <= array["shown_ms"]
 
 
 def test_the_ledger_benchmark_is_reproducible_from_its_seed() -> None:
