@@ -307,11 +307,12 @@ async def cmd_trace(args: argparse.Namespace) -> int:
     except LogFileError as error:
         print(f"allot: {error}", file=sys.stderr)
         return 2
+    state = jobtrace.folded(records)
     if exporting and not wanted:
         since = time.time_ns() - args.since if args.since is not None else 0
-        wanted = jobtrace.jobs_since(records, since)
+        wanted = jobtrace.jobs_since(records, since, state)
     try:
-        traces = [jobtrace.job_trace(job_id, records) for job_id in wanted]
+        traces = [jobtrace.job_trace(job_id, records, state) for job_id in wanted]
     except jobtrace.NoSuchJob as error:
         print(f"allot: {error.args[0]}", file=sys.stderr)
         return 1

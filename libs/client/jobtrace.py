@@ -73,24 +73,37 @@ class NoSuchJob(LookupError):
     pass
 
 
-def job_trace(job_id: str, records: Sequence[Record]) -> JobTrace:
-    """The trace of ``job_id`` from ``records``, the log in order."""
+def folded(records: Sequence[Record]) -> State:
+    """The log folded: what ``job_trace`` reads the jobs' ends from."""
     state = State()
     for record in records:
         apply_record(state, record, records)
+    return state
+
+
+def job_trace(job_id: str, records: Sequence[Record], state: State | None = None) -> JobTrace:
+    """The trace of ``job_id`` from ``records``, the log in order (``state``: the log
+    folded, where the caller has it). A task of a job array is in its array's trace, from
+    the array's submission, and a cancel of the whole array is one of its steps."""
+    state = folded(records) if state is None else state
     job = state.jobs.get(job_id)
+    if job is None:
+        tasks = state.arrays[job_id].tasks if job_id in state.arrays else []
+        which = f"; {job_id} is a job array: trace one of its tasks ({tasks[0]}…)" if tasks else ""
+        raise NoSuchJob(f"no job {job_id!r} in the log{which}")
+    own = {job_id} if job.array_id is None else {job_id, job.array_id}
     submitted = next(
-        (r for r in records if isinstance(r.event, JobSubmitted) and r.event.job_id == job_id),
+        (r for r in records if isinstance(r.event, JobSubmitted) and r.event.job_id in own),
         None,
     )
-    if job is None or submitted is None:
+    if submitted is None:
         raise NoSuchJob(f"no job {job_id!r} in the log")
-    trace_id, parent_id = _trace_of(job_id, submitted.headers)
+    trace_id, parent_id = _trace_of(job.array_id or job_id, submitted.headers)
     build = _Builder(trace_id)
     for record in records:
         if isinstance(record.event, PlanComputed):
             build.plan(job_id, record.seq, record.event)
-        elif isinstance(record.event, JobEvent) and record.event.job_id == job_id:
+        elif isinstance(record.event, JobEvent) and record.event.job_id in own:
             build.event(record.seq, record.event)
     now = max((r.event.meta.at for r in records if r.event is not None), default=0)
     for span in build.spans:
@@ -291,13 +304,17 @@ def _merged(points: list[Point]) -> list[Point]:
     return merged
 
 
-def jobs_since(records: Iterable[Record], since: int) -> list[str]:
-    """The jobs submitted at or after ``since`` (ns), in the order of the log."""
-    return [
-        r.event.job_id
-        for r in records
-        if isinstance(r.event, JobSubmitted) and r.event.meta.at >= since
-    ]
+def jobs_since(records: Iterable[Record], since: int, state: State) -> list[str]:
+    """The jobs of ``state`` (the log folded) submitted at or after ``since`` (ns), in the
+    order of the log; of an array, each of its tasks."""
+    jobs: list[str] = []
+    for r in records:
+        event = r.event
+        if not isinstance(event, JobSubmitted) or event.meta.at < since:
+            continue
+        array = state.arrays.get(event.job_id)
+        jobs += array.tasks if array is not None else [event.job_id]
+    return [job_id for job_id in jobs if job_id in state.jobs]
 
 
 def export(traces: Sequence[JobTrace]) -> int:

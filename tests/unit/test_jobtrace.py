@@ -6,8 +6,8 @@ import pytest
 
 from allot.bus.codec import encode
 from allot.bus.eventlog import Record, make_record
-from allot.client.jobtrace import NoSuchJob, job_trace, waterfall
-from allot.proto.events import Event, JobCheckpointed
+from allot.client.jobtrace import NoSuchJob, folded, job_trace, jobs_since, waterfall
+from allot.proto.events import ArraySubmitted, ArrayTasks, Event, IndexRange, JobCheckpointed
 from allot.proto.subjects import subject_for
 from tests import builders as b
 
@@ -86,3 +86,23 @@ def test_a_job_without_a_usable_trace_context_gets_a_trace_of_its_own(traceparen
 def test_an_unknown_job_is_said_to_be_unknown() -> None:
     with pytest.raises(NoSuchJob, match="no job 'j9'"):
         job_trace("j9", log(*HISTORY))
+
+
+def test_a_task_of_a_job_array_is_traced_from_the_array_s_submission() -> None:
+    array = ArraySubmitted(
+        meta=b.meta(), job_id="a", spec=b.spec(), array=ArrayTasks(indices=[IndexRange(0, 2)])
+    )
+    records = log(
+        (0, b.node("n1", 2)),
+        (10, array),
+        (11, b.plan(("a_1", "n1", [0]), basis_seq=2)),
+        (12, b.started("a_1", "n1", [0])),
+        (20, b.exited("a_1", "n1", 0)),
+    )
+    trace = job_trace("a_1", records)
+    assert trace.trace_id == CLIENT.split("-")[1]  # the array's, as its submission carried
+    assert (trace.status, trace.ended) == ("succeeded", True)
+    assert trace.spans[0].start == 10 * S  # from the array's submission
+    assert jobs_since(records, 0, folded(records)) == ["a_0", "a_1", "a_2"]
+    with pytest.raises(NoSuchJob, match="is a job array: trace one of its tasks"):
+        job_trace("a", records)
