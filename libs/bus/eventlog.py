@@ -13,6 +13,7 @@ that whoever made it can make outlive them, and the server allows a stream only 
 """
 
 import asyncio
+import collections
 import contextlib
 import logging
 import ssl
@@ -363,23 +364,23 @@ class EventLog:
         next_seq = max(1, from_seq)
         while True:
             reconnects = self.nc.stats["reconnects"]
-            sub = await self._subscribe_ordered(subject, next_seq)
+            arrived = _Arrivals(self.pending_bytes_limit // 2)
+            sub = await self._subscribe_ordered(subject, next_seq, arrived.put)
             delivered = 0  # the consumer's number of the last message handed out
             heard_at = loop.time()
             try:
                 while self.nc.stats["reconnects"] == reconnects:
-                    try:
-                        msg = await sub.next_msg(timeout=RECONNECT_CHECK_S)
-                        _stop_if_cancelled()
-                    except (TimeoutError, nats.errors.TimeoutError):
-                        if loop.time() - heard_at >= STALL_CHECK_S:
+                    if not arrived.messages:
+                        if await arrived.wait(RECONNECT_CHECK_S):
+                            heard_at = loop.time()
+                        elif loop.time() - heard_at >= STALL_CHECK_S:
                             heard_at = loop.time()
                             if subject == ALL_EVENTS and await self._holds_from(next_seq):
                                 log.warning("reading the log again from %d: nothing came "
                                             "of what it holds", next_seq)  # fmt: skip
                                 break
                         continue
-                    heard_at = loop.time()
+                    msg = arrived.take()
                     if msg.metadata.sequence.consumer != delivered + 1:
                         log.warning("reading the log again from %d: records were dropped "
                                     "(read too slowly)", next_seq)  # fmt: skip
@@ -387,7 +388,7 @@ class EventLog:
                     delivered += 1
                     # What was delivered but not yet handed out is backlog too: a caller
                     # that decides whenever the backlog is empty then folds all that first.
-                    record = to_record(msg, buffered=sub.pending_msgs)
+                    record = to_record(msg, buffered=len(arrived.messages) + sub.pending_msgs)
                     next_seq = record.seq + 1
                     yield record
             finally:
@@ -406,14 +407,16 @@ class EventLog:
             return True
 
     async def _subscribe_ordered(
-        self, subject: str, start_seq: int
+        self, subject: str, start_seq: int, deliver: Callable[[Msg], Awaitable[None]]
     ) -> JetStreamContext.PushSubscription:
-        """An ordered consumer from ``start_seq``, once the server answers (it may be away)."""
+        """An ordered consumer from ``start_seq``, once the server answers (it may be away),
+        handing each message to ``deliver``."""
         while True:
             try:
                 return await self._js_follower.subscribe(
                     subject,
                     stream=self.settings.name,
+                    cb=deliver,
                     ordered_consumer=True,
                     config=ConsumerConfig(
                         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start_seq
@@ -519,12 +522,57 @@ class EventLog:
 
 def _stop_if_cancelled() -> None:
     """Raise ``CancelledError`` in a task that was asked to stop. Python 3.11's
-    ``asyncio.wait_for`` (nats-py waits for messages and answers with it) drops a
-    cancellation that arrives as what it waits for does; a follower reads on for ever
-    then, and the service it belongs to never stops."""
+    ``asyncio.wait_for`` (nats-py waits for answers with it) drops a cancellation that
+    arrives as what it waits for does; a follower reads on for ever then, and the service
+    it belongs to never stops."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+class _Arrivals:
+    """The messages an ordered consumer's callback was handed, until ``follow`` reads them.
+
+    A callback, not ``next_msg``: nats-py makes a task, a ``wait_for`` and a uuid for every
+    ``next_msg``, more than half of what a service spends on an event it folds. A reader
+    slower than the log (catching up on a long one) leaves the callback waiting once more
+    than ``limit`` bytes wait here: the subscription's own buffer then fills, and past it
+    NATS drops what comes (a gap ``follow`` sees and reads again from), as before."""
+
+    def __init__(self, limit: int):
+        self.messages: collections.deque[Msg] = collections.deque()
+        self.limit = limit
+        self._bytes = 0
+        self._news = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def put(self, msg: Msg) -> None:
+        self.messages.append(msg)
+        self._bytes += len(msg.data)
+        self._news.set()
+        if self._bytes > self.limit:
+            self._room.clear()
+            await self._room.wait()
+
+    def take(self) -> Msg:
+        msg = self.messages.popleft()
+        self._bytes -= len(msg.data)
+        if self._bytes <= self.limit:
+            self._room.set()
+        return msg
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a message; whether one came."""
+        self._news.clear()
+        if self.messages:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._news.wait()
+        except TimeoutError:
+            return False
+        return True
 
 
 def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:

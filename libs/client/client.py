@@ -395,6 +395,10 @@ class AsyncClient:
             if [e.field for e in error.errors] == ["job_id"]:
                 return None
             raise
+        if "array" in answer.data:
+            problem = FieldError(field="job_id", value=job_id, message="a job array, not a job: "
+                                 f"name one of its tasks ({job_id}_INDEX)")  # fmt: skip
+            raise CommandError([problem])
         return msgspec.convert(answer.data, JobRecord, strict=False)
 
     async def wait(self, job_id: str, timeout: float | None = None) -> JobRecord:

@@ -586,6 +586,8 @@ def explain(
             view.update(position=row["position"], reason=row["reason_text"])
             if row["estimated_start"] is not None:
                 view["estimated_start"] = when(int(row["estimated_start"]))
+    elif job.array_held:  # waits outside the queue, for its array's limit
+        view["reason"] = reason_text(job.reason)
     if job.placements:
         view.update(placements=placements_text(job), funded=job.funded)
     if job.status.terminal:

@@ -126,7 +126,8 @@ def requeue(state: State, job: JobRecord, at: int, reason: str) -> None:
 def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
     if e.job_id in state.jobs or e.job_id in state.arrays:
         raise Ignore(f"job {e.job_id} already submitted")
-    accrue(state, e.meta.at)
+    tasks = _task_ids(state, e) if isinstance(e, ArraySubmitted) else []
+    accrue(state, e.meta.at)  # only once nothing can make the event ignored
     if not isinstance(e, ArraySubmitted):
         state.jobs[e.job_id] = JobRecord(
             job_id=e.job_id,
@@ -141,7 +142,7 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         state.enqueue(state.jobs[e.job_id])
         want(state, e.spec.account, e.spec.total_gpus)
     else:
-        _array_submitted(state, seq, e)
+        _array_submitted(state, seq, e, tasks)
     if e.spec.account not in state.job_accounts:
         state.job_accounts[e.spec.account] = None
         state.fair_share_version += 1
@@ -149,14 +150,21 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         state.idempotency[(e.by, e.spec.account, e.idempotency_key)] = e.job_id
 
 
-def _array_submitted(state: State, seq: int, e: ArraySubmitted) -> None:
+def _task_ids(state: State, e: ArraySubmitted) -> list[tuple[int, str]]:
+    """The array's tasks as (index, job id); ignored whole if one of the ids is taken."""
+    tasks = [(index, task_id(e.job_id, index)) for index in indices(e.array)]
+    taken = next((t for _, t in tasks if t in state.jobs or t in state.arrays), None)
+    if taken is not None:  # only a forged log names one: nothing of the array is folded
+        raise Ignore(f"array {e.job_id}: its task {taken} is a job or an array already")
+    return tasks
+
+
+def _array_submitted(
+    state: State, seq: int, e: ArraySubmitted, numbered: list[tuple[int, str]]
+) -> None:
     """A task per index, each a job; past ``max_running``, held back outside the queue."""
     array = e.array
-    numbers = indices(array)
-    tasks = [task_id(e.job_id, index) for index in numbers]
-    taken = next((job_id for job_id in tasks if job_id in state.jobs), None)
-    if taken is not None:  # only a forged log names one: nothing of the array is folded
-        raise Ignore(f"array {e.job_id}: its task {taken} is a job already")
+    tasks = [job_id for _, job_id in numbered]
     cap = len(tasks) if array.max_running is None else min(array.max_running, len(tasks))
     state.arrays[e.job_id] = ArrayRecord(
         array_id=e.job_id,
@@ -172,7 +180,7 @@ def _array_submitted(state: State, seq: int, e: ArraySubmitted) -> None:
     held = PendingReason(
         job_id="", code=ARRAY_LIMIT, params={"array": e.job_id, "max_running": cap}
     )
-    for n, (index, job_id) in enumerate(zip(numbers, tasks, strict=True)):
+    for n, (index, job_id) in enumerate(numbered):
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id,
             spec=e.spec,

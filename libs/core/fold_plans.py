@@ -68,7 +68,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
             state.holds[hold.job_id] = list(hold.placements)
     for reason in e.pending:
         waiting = state.jobs.get(reason.job_id)
-        if waiting is not None and waiting.status == JobStatus.PENDING:
+        if waiting is not None and waiting.status == JobStatus.PENDING and not waiting.array_held:
             waiting.reason = reason
             state.unstated.pop(reason.job_id, None)
     if e.admissions or e.preemptions or e.holds:  # only then: most plans only state reasons
@@ -82,8 +82,8 @@ def _on_node(state: State, node_id: str, gpus: list[int]) -> bool:
 
 def _admission_problem(state: State, a: Admission) -> str:
     job = state.jobs.get(a.job_id)
-    if job is None or job.status != JobStatus.PENDING:
-        return "job is not pending"
+    if job is None or job.status != JobStatus.PENDING or job.array_held:
+        return "job is not pending" if job is None or not job.array_held else "job is held"
     spec = job.spec
     counts = [len(p.gpus) for p in a.placements]
     total = sum(counts)

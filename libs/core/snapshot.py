@@ -267,6 +267,11 @@ def _state(image: StateImage) -> State:
     state.seq = image.seq
     state.jobs = image.jobs
     state.arrays = image.arrays
+    for array in image.arrays.values():  # one spec for all its tasks, as the fold made it
+        for job_id in array.tasks:
+            job = image.jobs.get(job_id)
+            if job is not None and job.spec == array.spec:
+                job.spec = array.spec
     state.nodes = image.nodes
     state.pending = dict.fromkeys(image.pending)
     state.queues = dict(image.queues)

@@ -54,12 +54,18 @@ class Trails:
         self._steps: dict[str, list[Step]] = {}
         self._checkpoints: dict[str, int] = {}
 
-    def of(self, job_id: str, array_id: str | None = None) -> list[Step]:
+    def of(
+        self, job_id: str, array_id: str | None = None, ended_at: int | None = None
+    ) -> list[Step]:
         """The job's steps; a reason holds until whatever came next. A task of a job array
-        (``array_id``) has the array's steps too: its submission, a cancel of all."""
+        (``array_id``) has the array's steps too, those up to its end (``ended_at``, if it
+        ended): its submission, a cancel of all."""
         steps = self._steps.get(job_id, [])
         if array_id is not None:
-            steps = sorted(self._steps.get(array_id, []) + steps, key=_seq)
+            shared = self._steps.get(array_id, [])
+            if ended_at is not None:
+                shared = [step for step in shared if step.at <= ended_at]
+            steps = sorted(shared + steps, key=_seq)
         return [
             msgspec.structs.replace(step, until=steps[n + 1].at)
             if step.what == "waiting" and n + 1 < len(steps)

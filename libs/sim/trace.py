@@ -45,8 +45,10 @@ from pathlib import Path
 import msgspec
 
 from allot.client.logfile import LogFileError, read_log
+from allot.core.arrays import array_problems, indices, task_id
 from allot.core.wellformed import ID_RULE
 from allot.proto.events import (
+    ArraySubmitted,
     Event,
     JobExited,
     JobStarted,
@@ -350,7 +352,11 @@ def _log_jobs(events: list[Event]) -> list[TraceJob]:
     started: dict[tuple[str, int], int] = {}
     ran: dict[str, float] = {}
     for event in events:
-        if isinstance(event, JobSubmitted):
+        if isinstance(event, ArraySubmitted) and not array_problems(event.array):
+            # Each task a job of its own (the simulator knows no array limit).
+            for index in indices(event.array):
+                submitted[task_id(event.job_id, index)] = event
+        elif isinstance(event, JobSubmitted):
             submitted[event.job_id] = event
         elif isinstance(event, JobStarted):
             started.setdefault((event.job_id, event.attempt), event.meta.at)

@@ -37,6 +37,9 @@ class JobLog:
     async def __call__(self, job: JobRecord, plan_seqs: Sequence[int]) -> list[Record]:
         async with asyncio.timeout(READ_S):
             own = await self._all_under(f"{EVENTS_PREFIX}.job.{job.job_id}.>", job.submitted_seq)
+            if job.array_id is not None:  # a task: its array's submission, a cancel of all
+                subject = f"{EVENTS_PREFIX}.job.{job.array_id}.>"
+                own += await self._all_under(subject, job.submitted_seq)
             plans = [await self._one(seq) for seq in plan_seqs[-MAX_PLANS:]]
         return sorted([*own, *(plan for plan in plans if plan is not None)], key=_seq)
 

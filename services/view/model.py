@@ -182,6 +182,11 @@ class ReadModel:
             # order. Each (tier, account)'s waiting jobs are kept in submission order:
             # merged from their ends, they come newest first, each where it was submitted.
             tails = [_backwards(entries, before) for entries in self.state.queues.values()]
+            tails += [  # and the tasks that wait for their array's limit, outside the queues
+                _held_backwards(self.state, array, before)
+                for array in self.state.arrays.values()
+                if array.released < len(array.tasks) and not array.cancel_requested
+            ]
             return (jobs[job_id] for _, _, job_id in heapq.merge(*tails, reverse=True))
         else:
             candidates = (jobs[i] for i in reversed(jobs))
@@ -248,7 +253,8 @@ class ReadModel:
                    "estimated_start": None}  # fmt: skip
         now = self.clock.now()
         view = render.explain(self.state, job, now, derived.policy, row)
-        steps = self.trails.of(job.job_id, job.array_id)
+        ended = job.ended_at if job.status.terminal else None
+        steps = self.trails.of(job.job_id, job.array_id, ended)
         view["trail"] = [msgspec.to_builtins(step) for step in _shown(steps)]
         return view
 
@@ -323,6 +329,18 @@ def _backwards(entries: list[QueueEntry], before: tuple[int, int] | None) -> Ite
     first."""
     end = len(entries) if before is None else bisect.bisect_left(entries, (*before, ""))
     return (entries[n] for n in range(end - 1, -1, -1))
+
+
+def _held_backwards(
+    state: State, array: ArrayRecord, before: tuple[int, int] | None
+) -> Iterator[QueueEntry]:
+    """An array's tasks held for its limit, as queue entries before ``before``, last first."""
+    jobs, tasks = state.jobs, array.tasks
+    for n in range(len(tasks) - 1, array.released - 1, -1):
+        job = jobs[tasks[n]]
+        entry = (job.submitted_seq, job.array_index, job.job_id)
+        if job.array_held and (before is None or entry[:2] < before):
+            yield entry
 
 
 def _within(account: str, ancestor: str) -> bool:

@@ -137,7 +137,10 @@ class Dashboard:
 
     async def jobs(self, request: Request) -> Response:
         query = _query(
-            request, JobsQuery, ints={"limit", "before"}, lists={"states", "accounts", "users"}
+            request,
+            JobsQuery,
+            ints={"limit", "before", "before_index"},
+            lists={"states", "accounts", "users"},
         )
         return self._answer(query, self.model.jobs)
 
@@ -186,7 +189,13 @@ class Dashboard:
         assert isinstance(query, JobQuery)
         job = self.model.state.jobs.get(query.job_id)
         if job is None:
-            return _error(FieldError(field="job_id", value=query.job_id, message="no such job"))
+            array = self.model.state.arrays.get(query.job_id)
+            said = (
+                "no such job"
+                if array is None
+                else f"a job array: its tasks are jobs ({array.tasks[0]}…)"
+            )
+            return _error(FieldError(field="job_id", value=query.job_id, message=said))
         return job
 
     async def events(self, request: Request) -> Response:

@@ -9,7 +9,8 @@ import time
 import msgspec
 
 from allot.bus import Log, MemoryEventLog
-from allot.proto.events import PendingReason
+from allot.core.arrays import parse
+from allot.proto.events import ArraySubmitted, PendingReason
 from allot.services.view.joblog import JobLog, trace_view
 from allot.services.view.model import ReadModel
 from allot.services.view.web import STOP_S, Dashboard, keep_owed, listen, serve
@@ -52,6 +53,29 @@ async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it() -
     assert (trace["status"], trace["ended"]) == ("succeeded", True)
     points = [p["name"] for span in trace["spans"] for p in span["points"]]
     assert points[:2] == ["waiting: NO_FIT", "admitted to n1 [0]"]
+
+
+async def test_a_task_s_trace_reads_its_array_s_submission_too() -> None:
+    event_log = MemoryEventLog()
+    await event_log.append(b.node("n1", 2))
+    array = ArraySubmitted(meta=b.meta(S), job_id="a", spec=b.spec(), array=parse("0-2"))
+    await event_log.append(array)
+    await event_log.append(b.plan(("a_1", "n1", [0])))
+    await event_log.append(b.started("a_1", "n1", [0]))
+    await event_log.append(b.exited("a_1", "n1", 0))
+    model = await folded(event_log)
+    job = model.state.jobs["a_1"]
+
+    records = await JobLog(event_log)(job, model.plan_seqs("a_1"))
+
+    assert [r.type for r in records] == [
+        "ArraySubmitted",
+        "PlanComputed",
+        "JobStarted",
+        "JobExited",
+    ]
+    trace = trace_view(job, records, now=10 * S)
+    assert (trace["status"], trace["ended"]) == ("succeeded", True)
 
 
 async def test_events_say_when_the_log_or_the_queue_moved_and_end_when_stopping() -> None:

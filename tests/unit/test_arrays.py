@@ -169,3 +169,25 @@ def test_a_cycle_looks_at_as_many_tasks_of_an_array_of_10_000_as_of_one_of_100()
         return len(plan(state, 2_000, DEFAULT_POLICY).waiting)
 
     assert looked_at(10_000) == looked_at(100) == DEFAULT_POLICY.queue_depth
+
+
+def test_a_plan_cannot_admit_a_held_task_nor_change_its_reason() -> None:
+    state = b.fold(b.node("n1", 4), array_submitted("a", "0-3%1"))
+    reason = state.jobs["a_2"].reason
+    apply(state, state.seq + 1, b.plan(("a_2", "n1", [0])))
+    assert state.jobs["a_2"].status == JobStatus.PENDING
+    assert state.jobs["a_2"].array_held
+    assert state.jobs["a_2"].reason == reason
+    assert "held" in state.ignored[-1].reason
+
+
+def test_an_array_whose_task_is_named_like_an_array_is_ignored_and_changes_nothing() -> None:
+    state = b.fold(b.node("n1", 4), array_submitted("q_1", "0-1"))
+    before = encode_snapshot(state, "v")
+    late = msgspec.structs.replace(array_submitted("q", "0-2"), meta=b.meta(at=10**13))
+    apply(state, state.seq + 1, late)
+    assert "q" not in state.arrays
+    state.seq -= 1  # the same state but for the event's sequence and the note of it
+    state.ignored.pop()
+    state.ignored_count -= 1
+    assert encode_snapshot(state, "v") == before  # owed was not accrued to its time

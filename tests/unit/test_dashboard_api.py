@@ -2,6 +2,7 @@
 as the queries over NATS, every parameter bounded, hostile input refused naming the field,
 and nothing from the log ever returned as markup."""
 
+import sys
 from collections.abc import Sequence
 
 import msgspec
@@ -11,7 +12,8 @@ from starlette.testclient import TestClient
 from allot.bus.codec import encode
 from allot.bus.eventlog import Record, make_record
 from allot.core import JobRecord
-from allot.proto.events import Event, PendingReason
+from allot.core.arrays import parse
+from allot.proto.events import ArraySubmitted, Event, PendingReason
 from allot.proto.queries import QueueQuery
 from allot.proto.subjects import subject_for
 from allot.services.view.model import ReadModel, owed_report
@@ -232,3 +234,23 @@ def test_a_page_learns_where_its_user_reaches_nats_and_which_node_runs_each_work
     untraced = without.get("/api/jobs/held/trace")
     assert untraced.status_code == 503
     assert untraced.json()["errors"][0]["field"] == "job_id"
+
+
+def test_the_jobs_api_pages_inside_an_array_and_shows_an_array_at_a_glance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    array = ArraySubmitted(meta=b.meta(), job_id="a", spec=b.spec(), array=parse("0-5"))
+    monkeypatch.setattr(sys.modules[__name__], "EVENTS", (b.node("n1", 2), b.submitted("p"), array))
+    client, _, _ = dashboard()
+    seen, cursor = [], {}
+    while True:
+        page = client.get("/api/jobs", params={"limit": 2, **cursor}).json()
+        seen += [job["job_id"] for job in page["data"]]
+        if not page["more"]:
+            break
+        cursor = {"before": page["next_before"], "before_index": page["next_before_index"]}
+    assert seen == ["a_5", "a_4", "a_3", "a_2", "a_1", "a_0", "p"]
+    tasks = client.get("/api/jobs", params={"array": "a"}).json()["data"]
+    assert [job["array_index"] for job in tasks] == [5, 4, 3, 2, 1, 0]
+    glance = client.get("/api/jobs/a").json()["errors"][0]["message"]
+    assert glance == "a job array: its tasks are jobs (a_0…)"
