@@ -370,6 +370,7 @@ class EventLog:
             heard_at = loop.time()
             try:
                 while self.nc.stats["reconnects"] == reconnects:
+                    stop_if_cancelled()
                     if not arrived.messages:
                         if await arrived.wait(RECONNECT_CHECK_S):
                             heard_at = loop.time()
@@ -439,7 +440,7 @@ class EventLog:
         news_at = loop.time()
         while True:
             batch = await self._direct_batch(next_seq, subject)
-            _stop_if_cancelled()
+            stop_if_cancelled()
             for record in batch:
                 next_seq = record.seq + 1
                 yield record
@@ -520,11 +521,11 @@ class EventLog:
                 await sub.unsubscribe()
 
 
-def _stop_if_cancelled() -> None:
+def stop_if_cancelled() -> None:
     """Raise ``CancelledError`` in a task that was asked to stop. Python 3.11's
     ``asyncio.wait_for`` (nats-py waits for answers with it) drops a cancellation that
-    arrives as what it waits for does; a follower reads on for ever then, and the service
-    it belongs to never stops."""
+    arrives as what it waits for does, anywhere in a service's task: its follower, where
+    the task waits, checks at every turn, or the service would never stop."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError

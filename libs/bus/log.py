@@ -14,7 +14,8 @@ suite checks against both (tests/contract).
 - ``read`` and ``follow`` give ``Record`` s in sequence order; one that cannot be decoded,
   or that is not under its own subject, is a record with ``event`` None and an ``error``
   (the fold records it as ignored). ``backlog`` says how many records at least come after
-  one, among those followed.
+  one, among those followed. A follower whose task was asked to stop raises
+  ``CancelledError`` at its next turn, even where some ``wait_for`` dropped the request.
 - ``purge_before`` drops the start of the log (an archive); ``first_seq`` says where what
   is left begins. Sequences are never reused.
 """

@@ -21,6 +21,7 @@ from allot.bus.eventlog import (
     encode_to_append,
     make_record,
     raw_headers,
+    stop_if_cancelled,
 )
 from allot.bus.log import Log
 from allot.proto.events import Event
@@ -103,6 +104,7 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
     ) -> AsyncGenerator[Record, None]:
         next_seq = max(1, from_seq)
         while True:
+            stop_if_cancelled()  # as over NATS (its docstring)
             held = self._records[max(0, next_seq - self._first) :]
             batch = [r for r in held if subject_matches(r.subject, subject)]
             if held:
@@ -113,6 +115,7 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
             for n, record in enumerate(batch):
                 # As a consumer's next message would, let the loop run others in between.
                 await asyncio.sleep(0)
+                stop_if_cancelled()
                 yield _backlog(record, len(batch) - 1 - n)
 
     @property

@@ -37,17 +37,21 @@ def main(argv: list[str]) -> int:
     job_dir, command = argv[0], argv[2:]
     received: list[int] = []
     for signum in STOP_SIGNALS:
-        # A Python-level handler (not SIG_IGN) is reset to the default by exec, so the job
-        # itself still receives and handles the signal.
         signal.signal(signum, lambda number, frame: received.append(number))
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    # Forked with the stop signals still blocked: the job's copy of this process resets
+    # them to their default before it unblocks them, so a stop pending or sent before the
+    # exec ends it, instead of being swallowed by a copy of the handler above.
     job = os.fork()
     if job == 0:
         try:
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             os.execvp(command[0], command)
         except OSError as error:
             os.write(2, f"allot: cannot run {command[0]!r}: {error}\n".encode())
         os._exit(127)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # runs the handler for any pending
     if received:  # arrived before the job existed, so the group signal missed it
         os.kill(job, received[0])
     code = os.waitstatus_to_exitcode(os.waitpid(job, 0)[1])

@@ -325,3 +325,24 @@ async def test_a_follower_asked_to_stop_stops_even_while_records_stream_in(log: 
         reader.cancel()
         done, _ = await asyncio.wait([reader], timeout=3)
         assert done, f"the follower went on reading after it was cancelled (try {attempt})"
+
+
+async def test_a_follower_stops_when_its_task_lost_a_cancellation_elsewhere(log: Log) -> None:
+    """Python 3.11's ``wait_for`` (under every nats-py request) drops a cancellation that
+    arrives as its answer does: the service's task goes on, still asked to stop. Its
+    follower is where it waits, so the follower must notice and stop it."""
+    for n in range(3):
+        await log.append(b.submitted(f"j{n}"))
+    read = asyncio.Event()
+
+    async def read_all() -> None:
+        async for _ in log.follow(1):
+            read.set()
+            with contextlib.suppress(asyncio.CancelledError):  # as such a wait_for does
+                await asyncio.sleep(0.5)
+
+    reader = asyncio.create_task(read_all())
+    await read.wait()
+    reader.cancel()
+    done, _ = await asyncio.wait([reader], timeout=5)
+    assert done, "the follower went on waiting after its task was asked to stop"

@@ -155,3 +155,23 @@ async def test_an_agent_killed_just_after_starting_a_job_leaves_its_pid_for_the_
     finally:
         for supervisor in [pid] if pid is not None else []:
             os.killpg(supervisor, signal.SIGKILL)
+
+
+async def test_a_stop_sent_while_the_job_starts_reaches_the_job(tmp_path: Path) -> None:
+    # A cancel right after the start: SIGTERM reached the supervisor while it was forking
+    # the job, the job's copy of the supervisor's handler swallowed it before exec, and the
+    # job ran on until SIGKILL (exit status lost). Each start is signalled a little later.
+    job = b.fold(b.node("node-1", 1), b.submitted("j1"), b.plan(("j1", "node-1", [0]))).jobs["j1"]
+    job.spec = msgspec.structs.replace(job.spec, command=python("import time; time.sleep(30)"))
+    codes = []
+    for attempt in range(24):
+        job_dir = process.JobDir(tmp_path / "work", "j1", attempt, tmp_path / "checkpoints")
+        handle = await process.launch(job, job_dir, {})
+        await asyncio.sleep(attempt * 0.002)
+        process.signal_group(handle.pid, signal.SIGTERM)
+        try:
+            codes.append(await asyncio.wait_for(process.wait_exit(handle.pid, job_dir, handle), 5))
+        except TimeoutError:
+            process.signal_group(handle.pid, signal.SIGKILL)
+            codes.append(None)
+    assert codes == [-signal.SIGTERM] * 24
