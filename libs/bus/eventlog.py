@@ -37,7 +37,7 @@ from nats.js.api import (
 from nats.js.client import DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
 from nats.js.errors import APIError, NotFoundError, ServiceUnavailableError
 
-from allot.bus import tracing
+from allot.bus import traced
 from allot.bus.codec import decode, encode
 from allot.bus.identity import Identity, connect_options
 from allot.bus.urls import redacted, servers
@@ -148,7 +148,7 @@ def append_headers(
     """The headers an event is appended with, which its record keeps: the caller's, the
     trace context, the id duplicates are known by (the event's own unless given) and the
     guards."""
-    all_headers = tracing.inject(dict(headers or {}))
+    all_headers = traced.carry(dict(headers or {}))
     all_headers["Nats-Msg-Id"] = msg_id or event.meta.id
     if expected_last_seq is not None:
         all_headers["Nats-Expected-Last-Sequence"] = str(expected_last_seq)

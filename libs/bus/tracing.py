@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Link, Span
 
+from allot.bus.traced import exporting
 from allot.proto.events import JobSubmitted
 
 if TYPE_CHECKING:
@@ -39,19 +40,6 @@ def inject(headers: dict[str, str]) -> dict[str, str]:
 def extract(headers: Mapping[str, str] | None) -> context.Context:
     """The trace context a message carried, to parent the spans that handle it."""
     return propagate.extract(dict(headers or {}))
-
-
-def exporting() -> bool:
-    """Whether the standard variables ask for spans to be exported."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    exporter = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter == "none":
-        return False
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_ENDPOINT"
-    )
-    return bool(endpoint) or exporter == "otlp"
 
 
 def configure(service: str) -> bool:

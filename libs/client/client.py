@@ -21,9 +21,8 @@ import nats
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
-from opentelemetry.trace import SpanKind
 
-from allot.bus import tracing
+from allot.bus import traced
 from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
@@ -198,11 +197,12 @@ class AsyncClient:
         request = SubmitRequest(spec=spec, idempotency_key=key, array=array)
         payload = msgspec.json.encode(request)
         # The job's trace begins here (or in the caller's span, if there is one).
-        with tracing.tracer.start_as_current_span("allot.submit", kind=SpanKind.CLIENT) as span:
-            span.set_attributes({"allot.account": spec.account, "allot.tier": spec.tier,
-                                 "allot.gpus": spec.gpus})  # fmt: skip
+        attributes: dict[str, str | int | bool] = {
+            "allot.account": spec.account, "allot.tier": spec.tier, "allot.gpus": spec.gpus
+        }  # fmt: skip
+        with traced.client_span("allot.submit", attributes) as span:
             reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
-            if reply.job_id is not None:
+            if span is not None and reply.job_id is not None:
                 span.set_attribute("allot.job.id", reply.job_id)
         if reply.errors:
             raise CommandError(reply.errors)
@@ -362,7 +362,7 @@ class AsyncClient:
         only to the error callback: the request itself would just go unanswered)."""
         denied = self._denied.setdefault(subject.lower(), asyncio.Event())
         denied.clear()
-        headers = tracing.inject({}) or None
+        headers = traced.carry({}) or None
         request = asyncio.ensure_future(
             self.events.nc.request(subject, payload, timeout=timeout, headers=headers)
         )

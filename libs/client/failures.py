@@ -15,7 +15,7 @@ import nats.js.errors
 from allot.bus.urls import redacted
 from allot.client import exitcodes
 from allot.client.client import NoAnswer, PayloadTooLarge, WaitTimedOut
-from allot.client.render import human_duration
+from allot.core.durations import format_duration
 
 WHERE_TO_CONNECT = "is `allot up` running? (or pass --nats-url / set ALLOT_NATS_URL)"
 
@@ -66,7 +66,7 @@ def said(error: Exception) -> tuple[str, int]:
             exitcodes.TOO_LARGE,
         )
     if isinstance(error, WaitTimedOut):
-        waited = human_duration(round(error.timeout * 10**9))
+        waited = format_duration(round(error.timeout * 10**9), 2)
         return (
             f"{error.job_id} still {error.status.upper()} after {waited}; "
             f"`allot status {error.job_id}` to follow it",

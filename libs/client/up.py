@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from allot.bus import tracing
+from allot.bus import traced
 from allot.client import exitcodes
 from allot.client.client import AsyncClient
 from allot.client.session import allot_home, current_file
@@ -180,7 +180,7 @@ def announce(args: argparse.Namespace, stack: Stack) -> None:
 
 
 def tracing_said() -> str:
-    if tracing.exporting():
+    if traced.exporting():
         return "exported over OTLP, as OTEL_* say; also: allot trace JOB"
     return "allot trace JOB (set OTEL_EXPORTER_OTLP_ENDPOINT to export them too)"
 

@@ -1,6 +1,7 @@
 """What a command line that only submits a job loads: the client, the wire contract and
-NATS; never the planner, the fold, the simulator, the services or a plotting library. Each
-of them costs start-up time on every `allot submit` a CI pipeline makes."""
+NATS; never the planner, the fold, the simulator, the services, a plotting library, or
+OpenTelemetry where no OTEL_* variable asks for spans. Each of them costs start-up time on
+every `allot submit` a CI pipeline makes."""
 
 import asyncio
 import os
@@ -20,6 +21,8 @@ NOT_FOR_SUBMIT = (
     "allot.bus.server",
     "matplotlib",
     "numpy",
+    "opentelemetry",
+    "rich",
 )
 
 
@@ -38,6 +41,8 @@ async def test_allot_submit_loads_no_planner_simulator_or_plotting(
     env = {**os.environ, "ALLOT_HOME": str(tmp_path / "home")}
     for name in ("ALLOT_NATS_URL", "ALLOT_IDENTITY", "ALLOT_TLS_CA"):
         env.pop(name, None)
+    for name in [name for name in env if name.startswith("OTEL_")]:
+        env.pop(name)
     command = [sys.executable, "-X", "importtime", "-m", "allot.client.cli", "submit",
                "--gpus", "1", "--account", "ml/vision", "--nats-url", nats_server.url,
                "--", "true"]  # fmt: skip

@@ -6,7 +6,7 @@ import contextlib
 
 import pytest
 
-from allot.bus import EventLog, Record, eventlog, tracing
+from allot.bus import EventLog, Record, eventlog, traced
 from allot.bus.eventlog import DIRECT_BATCH
 from tests import builders as b
 
@@ -106,7 +106,7 @@ def test_spans_are_exported_only_where_the_standard_variables_ask(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert tracing.exporting() is exporting
+    assert traced.exporting() is exporting
 
 
 async def test_a_record_whose_own_headers_say_status_is_read_directly(
