@@ -6,12 +6,13 @@ too, so a job that reached the log around the intake is refused there just the s
 
 import functools
 import re
+import weakref
 from collections.abc import Callable
 
 from allot.core.arrays import array_problems
 from allot.core.durations import format_duration
 from allot.core.model import JobStatus, State
-from allot.core.topology import largest_blocks
+from allot.core.topology import Topology, largest_blocks
 from allot.proto import limits
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
 from allot.proto.events import JobSpec
@@ -178,8 +179,8 @@ def _check_env(env: dict[str, str], bad: Bad) -> int:
 def _check_resources(spec: JobSpec, state: State, bad: Bad) -> None:
     """CPUs and memory per worker no more than the largest node reports (nodes that
     report none are not counted: their agents do not know)."""
-    cpus = max((n.cpus for n in state.nodes.values()), default=0)
-    memory = max((n.memory_mib for n in state.nodes.values()), default=0)
+    cluster = cluster_limits(state)
+    cpus, memory = cluster.cpus, cluster.memory_mib
     if cpus and cpus < spec.cpus <= MAX_CPUS:
         bad("cpus", spec.cpus, f"no node has that many CPUs; the largest has {cpus}")
     if memory and memory < spec.memory_mib <= MAX_MEMORY_MIB:
@@ -219,15 +220,15 @@ def _check_shape_alone(spec: JobSpec, bad: Bad) -> bool:
 
 
 def _check_fit(spec: JobSpec, state: State, bad: Bad) -> None:
-    models = sorted({g.model for n in state.nodes.values() for g in n.gpus})
-    if spec.flavor is not None and spec.flavor not in models:
+    cluster = cluster_limits(state)
+    if spec.flavor is not None and spec.flavor not in cluster.models:
         bad(
             "flavor",
             spec.flavor,
-            f"no node has that GPU model; the cluster has {', '.join(models)}",
+            f"no node has that GPU model; the cluster has {', '.join(cluster.models)}",
         )
         return
-    largest = largest_blocks(state, spec.flavor, spec.gpus)
+    largest = cluster.largest_blocks(state, spec.flavor, spec.gpus)
     if spec.gpus > largest["node"]:
         bad("gpus", spec.gpus, f"no node has that many GPUs; the largest has {largest['node']}")
     elif spec.total_gpus > largest[spec.topology]:
@@ -237,6 +238,44 @@ def _check_fit(spec: JobSpec, state: State, bad: Bad) -> None:
             f"{spec.total_gpus} GPUs with topology {spec.topology!r} cannot fit: the largest "
             f"such block in the cluster has {largest[spec.topology]}",
         )
+
+
+class ClusterLimits:
+    """What a state's registered nodes allow a job, kept for as long as its
+    ``nodes_version`` holds: every submission is held to every node, which on a cluster of
+    hundreds of nodes was most of what checking one cost the intake."""
+
+    MAX_SHAPES = 64  # (flavor, GPUs per worker) pairs kept: hostile variety stays bounded
+
+    def __init__(self, state: State):
+        nodes = state.nodes.values()
+        self.nodes_version = state.nodes_version
+        self.models = sorted({g.model for n in nodes for g in n.gpus})
+        self.cpus = max((n.cpus for n in nodes), default=0)
+        self.memory_mib = max((n.memory_mib for n in nodes), default=0)
+        self._blocks: dict[tuple[str | None, int], dict[Topology, int]] = {}
+
+    def largest_blocks(
+        self, state: State, flavor: str | None, per_worker: int
+    ) -> dict[Topology, int]:
+        """``topology.largest_blocks`` of ``state``, the state these limits are of."""
+        shape = (flavor, per_worker)
+        if shape not in self._blocks:
+            if len(self._blocks) >= self.MAX_SHAPES:
+                self._blocks.clear()
+            self._blocks[shape] = largest_blocks(state, flavor, per_worker)
+        return self._blocks[shape]
+
+
+_cluster_limits: "weakref.WeakKeyDictionary[State, ClusterLimits]" = weakref.WeakKeyDictionary()
+
+
+def cluster_limits(state: State) -> ClusterLimits:
+    """The limits of ``state``'s nodes as they are now (computed again once they change)."""
+    known = _cluster_limits.get(state)
+    if known is None or known.nodes_version != state.nodes_version:
+        known = _cluster_limits[state] = ClusterLimits(state)
+    return known
 
 
 def validate_cancel(request: CancelRequest, state: State) -> list[FieldError]:

@@ -260,3 +260,20 @@ def test_durations_in_refusals_are_written_as_durations() -> None:
     spec = JobSpec(account="ml/vision", gpus=1, command=["true"], max_runtime_ns=-5 * 10**9)
     refused = validate_submission(SubmitRequest(spec=spec), State())
     assert [(e.field, e.value) for e in refused] == [("max_runtime", "-5s")]
+
+
+def test_what_the_cluster_allows_follows_its_nodes_as_they_change() -> None:
+    """Validation keeps what the nodes allow between submissions; a node that joins,
+    grows, shrinks or brings a new GPU model changes the answer at once."""
+    state = apply(State(), 1, b.node("n1", 8))
+    assert [f for f, _ in problems(state, gpus=16)] == ["gpus"]
+    assert [f for f, _ in problems(state, flavor="H100")] == ["flavor"]
+    assert [f for f, _ in problems(state, gpus=4, workers=3, topology="rack")] == ["workers"]
+    state = apply(state, 2, b.node("n1", 16))  # the same node, registered again, larger
+    assert problems(state, gpus=16) == []
+    state = apply(state, 3, b.node("n2", 8, model="H100"))
+    assert problems(state, flavor="H100") == []
+    assert problems(state, gpus=4, workers=3, topology="rack") == []
+    state = apply(state, 4, b.node("n1", 2))  # and smaller again
+    assert [f for f, _ in problems(state, gpus=16)] == ["gpus"]
+    assert [f for f, _ in problems(state, gpus=4, workers=3, topology="rack")] == ["workers"]
