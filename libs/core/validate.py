@@ -12,10 +12,10 @@ from collections.abc import Callable
 from allot.core.arrays import array_problems
 from allot.core.durations import format_duration
 from allot.core.model import JobStatus, State
-from allot.core.topology import Topology, largest_blocks
+from allot.core.topology import largest_blocks
 from allot.proto import limits
 from allot.proto.commands import CancelRequest, FieldError, SubmitRequest
-from allot.proto.events import JobSpec
+from allot.proto.events import JobSpec, Topology
 from allot.proto.limits import (
     MAX_ARGS,
     MAX_ARGV_ENV_BYTES,
