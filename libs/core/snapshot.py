@@ -242,7 +242,9 @@ def _impossible(state: State) -> str | None:
 
 def _impossible_arrays(state: State) -> str | None:
     """What in the arrays no fold makes: a task that is not the array's job, a held task
-    the array has released, a count of released tasks past its end."""
+    the array has released or one not released that is neither held nor ended, a count of
+    released tasks past its end, a count of active ones that is not those not ended (the
+    array would release too many, or never another)."""
     arrays = state.arrays
     orphan = next(
         (j for j in state.jobs.values() if j.array_id is not None and j.array_id not in arrays),
@@ -259,6 +261,14 @@ def _impossible_arrays(state: State) -> str | None:
                 return f"arrays[{array_id}].tasks: {job_id} is no task of it"
             if job.array_held and (n < array.released or job.status is not JobStatus.PENDING):
                 return f"jobs[{job_id}].array_held: a task its array released, or not pending"
+            if n >= array.released and not (job.array_held or job.status.terminal):
+                return f"jobs[{job_id}]: a task its array has not released, neither held nor ended"
+        live = sum(not state.jobs[j].status.terminal for j in array.tasks[: array.released])
+        if array.active != live:
+            return (
+                f"arrays[{array_id}].active: {array.active}, but {live} of its released tasks "
+                "have not ended"
+            )
     return None
 
 

@@ -1,17 +1,26 @@
 """Job arrays in the fold and the planner (``allot.core.arrays``, docs/adr/0035): one event,
 a job per index, a limit that keeps the rest out of the queue, cancel of one task or all."""
 
+import random
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
 from allot.core import DEFAULT_POLICY, apply, plan, queue
 from allot.core.arrays import ArraySyntaxError, array_problems, indices, parse, text
-from allot.core.model import JobStatus
-from allot.core.snapshot import decode_snapshot, encode_snapshot
+from allot.core.model import JobStatus, State
+from allot.core.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from allot.core.validate import known_submission
 from allot.proto.codes import ARRAY_LIMIT
 from allot.proto.commands import SubmitRequest
-from allot.proto.events import ArraySubmitted, ArrayTasks, IndexRange, JobCancelRequested
+from allot.proto.events import (
+    ArraySubmitted,
+    ArrayTasks,
+    Event,
+    IndexRange,
+    JobCancelRequested,
+)
 from allot.proto.limits import MAX_ARRAY_TASKS
 from tests import builders as b
 
@@ -157,6 +166,40 @@ def test_a_snapshot_keeps_arrays_and_held_tasks_exactly() -> None:
     assert list(again.pending) == list(state.pending) == ["a_1", "a_2", "a_3"]
 
 
+def _active_miscounted(state: State) -> None:
+    state.arrays["a"].active = 9  # the array would never release another task
+
+
+def _held_task_let_go(state: State) -> None:
+    task = state.jobs["a_7"]
+    task.array_held = False  # queued past the array's limit
+    state.enqueue(task)
+
+
+def _released_past_its_end(state: State) -> None:
+    state.arrays["a"].released = 11
+
+
+@pytest.mark.parametrize(
+    ("forge", "why"),
+    [
+        (_active_miscounted, r"arrays\[a\]\.active: 9, but 3 of its released tasks have not ended"),
+        (
+            _held_task_let_go,
+            r"jobs\[a_7\]: a task its array has not released, neither held nor ended",
+        ),
+        (_released_past_its_end, r"arrays\[a\]\.released: not within 0 to its 10 tasks"),
+    ],
+)
+def test_a_snapshot_of_arrays_no_fold_makes_is_refused_saying_where(
+    forge: Callable[[State], None], why: str
+) -> None:
+    state = b.fold(b.node("n1", 8), array_submitted("a", "0-9%3"), cancel("a_5"))
+    forge(state)
+    with pytest.raises(SnapshotError, match=f"its state is not one a fold makes: {why}"):
+        decode_snapshot(encode_snapshot(state, "v"), "v")
+
+
 def test_a_cycle_looks_at_as_many_tasks_of_an_array_of_10_000_as_of_one_of_100() -> None:
     """One GPU free and an array of 2-GPU tasks waiting: a cycle looks at the policy's
     depth of it, however many wait (``allot bench planner`` measures the time)."""
@@ -191,3 +234,44 @@ def test_an_array_whose_task_is_named_like_an_array_is_ignored_and_changes_nothi
     state.ignored.pop()
     state.ignored_count -= 1
     assert encode_snapshot(state, "v") == before  # owed was not accrued to its time
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_state_arrays_reach_is_one_a_snapshot_keeps(seed: int) -> None:
+    """A seeded life of arrays (submitted with and without a limit, tasks planned, started,
+    ended and cancelled, held or not, arrays cancelled whole): after every event the state
+    is one a snapshot keeps exactly, never one it refuses as no fold's."""
+    rng = random.Random(seed)
+    state = b.fold(b.node("n1", 8), b.node("n2", 8))
+    arrays: list[str] = []
+    running: dict[str, tuple[str, int]] = {}  # job -> its node and GPU
+    free = {"n1": set(range(8)), "n2": set(range(8))}
+    for _ in range(150):
+        roll = rng.random()
+        if roll < 0.1 or not arrays:
+            arrays.append(f"a{len(arrays)}")
+            limit = rng.choice(["", f"%{rng.randint(1, 4)}"])
+            event: Event = array_submitted(arrays[-1], f"0-{rng.randint(0, 11)}{limit}")
+        elif roll < 0.4 and state.pending:
+            job_id, node = rng.choice(list(state.pending)), rng.choice(["n1", "n2"])
+            if not free[node]:
+                continue
+            gpu = min(free[node])
+            apply(state, state.seq + 1, b.plan((job_id, node, [gpu])))
+            free[node].discard(gpu)
+            running[job_id] = (node, gpu)
+            event = b.started(job_id, node, [gpu])
+        elif roll < 0.7 and running:
+            job_id = rng.choice(list(running))
+            event = b.exited(job_id, *running[job_id][:1], code=rng.choice([0, 1]))
+        elif roll < 0.9:
+            event = cancel(rng.choice(state.arrays[rng.choice(arrays)].tasks))
+        else:
+            event = cancel(rng.choice(arrays))
+        apply(state, state.seq + 1, event)
+        for job_id, (node, gpu) in list(running.items()):
+            if state.jobs[job_id].status.terminal:
+                free[node].add(gpu)
+                del running[job_id]
+        again = decode_snapshot(encode_snapshot(state, "v"), "v")
+        assert (again.arrays, again.jobs) == (state.arrays, state.jobs)
