@@ -3,7 +3,7 @@
 import bisect
 import enum
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -17,6 +17,9 @@ from allot.proto.events import (
     Preemption,
     StopRequested,
 )
+
+if TYPE_CHECKING:
+    from allot.core.validate import ClusterLimits
 
 
 class JobStatus(enum.StrEnum):
@@ -370,6 +373,9 @@ class State:
         self.owed: dict[str, AccountUsage] = {}
         self.owed_until = 0
         self.owed_rates = OwedRates()
+        # What the nodes allow a job (``allot.core.validate``), kept until they change (not
+        # stored: derived; kept here so that a refold's ``become`` takes it along).
+        self.cluster_limits: ClusterLimits | None = None
         # Job holding GPUs (admitted or running) -> what it holds of each quota resource,
         # and those summed per account path, below it included: a planning cycle reads
         # these, not every node.

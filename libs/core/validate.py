@@ -6,7 +6,6 @@ too, so a job that reached the log around the intake is refused there just the s
 
 import functools
 import re
-import weakref
 from collections.abc import Callable
 
 from allot.core.arrays import array_problems
@@ -267,14 +266,11 @@ class ClusterLimits:
         return self._blocks[shape]
 
 
-_cluster_limits: "weakref.WeakKeyDictionary[State, ClusterLimits]" = weakref.WeakKeyDictionary()
-
-
 def cluster_limits(state: State) -> ClusterLimits:
     """The limits of ``state``'s nodes as they are now (computed again once they change)."""
-    known = _cluster_limits.get(state)
+    known = state.cluster_limits
     if known is None or known.nodes_version != state.nodes_version:
-        known = _cluster_limits[state] = ClusterLimits(state)
+        known = state.cluster_limits = ClusterLimits(state)
     return known
 
 

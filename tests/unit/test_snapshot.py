@@ -112,7 +112,7 @@ def history(tmp_path: Path, events: int, seed: int = 5) -> list[Record]:
 
 def test_every_field_of_the_state_is_in_the_snapshot_or_rebuilt() -> None:
     """A field added to ``State`` must be stored, or said here to be rebuilt."""
-    rebuilt = {"holder_changes", "refold_due", "owed_rates"}
+    rebuilt = {"holder_changes", "refold_due", "owed_rates", "cluster_limits"}
     assert set(vars(State())) - rebuilt == set(StateImage.__struct_fields__)
 
 

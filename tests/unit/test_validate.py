@@ -277,3 +277,13 @@ def test_what_the_cluster_allows_follows_its_nodes_as_they_change() -> None:
     state = apply(state, 4, b.node("n1", 2))  # and smaller again
     assert [f for f, _ in problems(state, gpus=16)] == ["gpus"]
     assert [f for f, _ in problems(state, gpus=4, workers=3, topology="rack")] == ["workers"]
+
+
+def test_what_the_cluster_allows_follows_a_refold_into_the_same_state() -> None:
+    """A refold hands its result to the state's holders (``become``): the nodes may differ
+    while their version happens to be the same."""
+    state, refolded = apply(State(), 1, b.node("n1", 8)), apply(State(), 1, b.node("n1", 16))
+    assert state.nodes_version == refolded.nodes_version
+    assert [f for f, _ in problems(state, gpus=16)] == ["gpus"]
+    state.become(refolded)
+    assert problems(state, gpus=16) == []
