@@ -562,6 +562,19 @@ def add_sim_sweep(sim_commands: Any) -> None:
     )
 
 
+class _WholeParserNeeded(Exception):
+    """The part of the parser built for one command found an error of the whole."""
+
+
+class _CommandsTop(argparse.ArgumentParser):
+    """The top of a parser built for one command. An error found here (arguments left
+    over after the command's) is said by the whole parser, whose usage lists every
+    command; the command's own errors are said by its part, the same as in the whole."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _WholeParserNeeded(message)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; given the ``command`` about to run, only that command's
     part of it (a few milliseconds of every call, ~50 parsers), else all of it."""
@@ -577,7 +590,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
-    parser = argparse.ArgumentParser(
+    parser = (argparse.ArgumentParser if command is None else _CommandsTop)(
         prog="allot",
         description="Allot: a scheduler for shared GPU clusters.",
         epilog=f"exit codes: {exitcodes.OK} done, {exitcodes.FAILED} failed, {exitcodes.USAGE} "
@@ -1127,7 +1140,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["node"]:
         run_node_agent(argv[1:])
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    try:
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
+    except _WholeParserNeeded:
+        args = build_parser().parse_args(argv)
     if traced.exporting():  # as OTEL_* ask: a submission's trace begins here
         from allot.bus import tracing
 
