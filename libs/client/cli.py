@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, NoReturn
@@ -16,18 +15,9 @@ import msgspec
 
 from allot.bus import traced
 from allot.bus.identity import IdentityError, Keyring
-from allot.client import deploy, exitcodes, failures, kubernetes, output, render
+from allot.client import exitcodes, failures, render
 from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
-from allot.client.readers import (
-    cmd_accounts_show,
-    cmd_budget_show,
-    cmd_explain,
-    cmd_nodes,
-    cmd_nodes_show,
-    cmd_queue,
-    cmd_status,
-)
 from allot.client.session import connect, current_file, emit
 from allot.core import arrays
 from allot.core.accounts import parse_duration
@@ -101,6 +91,8 @@ async def _wait_for_array(args: argparse.Namespace, client: AsyncClient, array_i
 
 async def print_output(client: AsyncClient, job_id: str) -> None:
     """Worker 0's output, from its node's agent; where it cannot be had, one line why."""
+    from allot.client import output
+
     try:
         await output.logs(client, job_id, 0, write_stdout)
     except (output.NoOutput, CommandError) as error:
@@ -207,6 +199,8 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 async def cmd_logs(args: argparse.Namespace) -> int:
+    from allot.client import output
+
     rank = None if args.all_ranks else args.rank
     async with await connect(args) as client:
         try:
@@ -230,6 +224,8 @@ def write_stdout(data: bytes) -> None:
 
 
 async def cmd_accounts_apply(args: argparse.Namespace) -> int:
+    import tomllib
+
     try:
         declared = tomllib.loads(Path(args.file).read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -724,6 +720,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
 
     if wanted("status"):
+        from allot.client.readers import cmd_status
+
         status = add(
             "status", cmd_status, "jobs, newest first (filters below), or one job in detail"
         )
@@ -748,6 +746,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )  # fmt: skip
 
     if wanted("queue"):
+        from allot.client.readers import cmd_queue
+
         queue_cmd = add(
             "queue", cmd_queue, "pending jobs in the planner's order, with the reason each waits"
         )
@@ -779,10 +779,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
 
     if wanted("explain"):
+        from allot.client.readers import cmd_explain
+
         explain_cmd = add("explain", cmd_explain, "why a job waits, where it runs, how it ended")
         explain_cmd.add_argument("job")
 
     if wanted("nodes"):
+        from allot.client.readers import cmd_nodes, cmd_nodes_show
+
         nodes = add(
             "nodes", cmd_nodes, "nodes, their state and their jobs; cordon, drain, uncordon"
         )
@@ -842,6 +846,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         cancel.add_argument("--reason", default="")
 
     if wanted("accounts"):
+        from allot.client.readers import cmd_accounts_show
+
         accounts_cmd = commands.add_parser("accounts", help="the account tree")
         accounts_sub = accounts_cmd.add_subparsers(dest="accounts_command", required=True)
         apply = accounts_sub.add_parser(
@@ -875,9 +881,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
 
     if wanted("deploy"):
+        from allot.client import deploy, kubernetes
+
         kubernetes.add_parser(deploy.add_parser(commands))
 
     if wanted("budget"):
+        from allot.client.readers import cmd_budget_show
+
         budget_cmd = commands.add_parser("budget", help="budgets of GPU time and fair share")
         budget_sub = budget_cmd.add_subparsers(dest="budget_command", required=True)
         grant = budget_sub.add_parser(

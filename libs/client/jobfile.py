@@ -19,7 +19,6 @@ A job file holds the same fields as the flags::
 """
 
 import argparse
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +94,8 @@ def spec_from(args: argparse.Namespace) -> JobSpec:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    import tomllib  # only for --file: each submission's start-up counts
+
     try:
         fields = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:

@@ -23,6 +23,10 @@ NOT_FOR_SUBMIT = (
     "numpy",
     "opentelemetry",
     "rich",
+    "tomllib",
+    "allot.client.readers",
+    "allot.client.deploy",
+    "allot.client.kubernetes",
 )
 
 
