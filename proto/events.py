@@ -265,6 +265,51 @@ class ArraySubmitted(JobSubmitted, frozen=True, kw_only=True, tag="ArraySubmitte
     array: ArrayTasks
 
 
+class Submission(msgspec.Struct, frozen=True, kw_only=True):
+    """One submission of a ``JobsSubmitted``: the event intake would have appended for it
+    alone, and the trace context its request came with (W3C ``traceparent``,
+    ``tracestate``): what a message's headers carry for an event appended alone."""
+
+    event: JobSubmitted | ArraySubmitted
+    trace: dict[str, str] = {}
+
+
+class JobsSubmitted(Event, frozen=True, kw_only=True, tag="JobsSubmitted"):
+    """Submissions intake took while its last append was being stored, appended together
+    as one event (docs/adr/0036): each is folded as its own ``JobSubmitted`` would be, at
+    this event's sequence, and one that does not fit is ignored alone. Appended under
+    ``allot.evt.job.JobsSubmitted``. Its entries are at their types' current versions: a
+    new version of ``JobSubmitted`` or ``ArraySubmitted`` is a new version of this too."""
+
+    jobs: Annotated[
+        list[Submission],
+        _within(
+            "the submissions, in the order intake took them",
+            minItems=1,
+            maxItems=limits.MAX_BATCH_JOBS,
+        ),
+    ]
+
+
+def submissions(event: Event | None) -> tuple[JobSubmitted, ...]:
+    """The submissions an event is or carries: itself, a batch's, or none."""
+    if isinstance(event, JobSubmitted):
+        return (event,)
+    if isinstance(event, JobsSubmitted):
+        return tuple(entry.event for entry in event.jobs)
+    return ()
+
+
+def job_events(event: Event | None) -> tuple[JobEvent, ...]:
+    """The events about one job each that an event is or carries: itself, a batch's
+    submissions, or none."""
+    if isinstance(event, JobEvent):
+        return (event,)
+    if isinstance(event, JobsSubmitted):
+        return tuple(entry.event for entry in event.jobs)
+    return ()
+
+
 class JobRejected(JobEvent, frozen=True, kw_only=True, tag="JobRejected"):
     """A submitted job that can never run (e.g. no node could ever hold it)."""
 
@@ -644,6 +689,7 @@ class EventQuarantined(Event, frozen=True, kw_only=True, tag="EventQuarantined")
 AnyEvent = (
     JobSubmitted
     | ArraySubmitted
+    | JobsSubmitted
     | JobRejected
     | JobCancelRequested
     | JobCancelled

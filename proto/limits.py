@@ -48,6 +48,8 @@ MAX_ARGV_ENV_BYTES: Final = 128 << 10
 MAX_ARRAY_TASKS: Final = 10_000
 MAX_ARRAY_RANGES: Final = 1_000
 MAX_ARRAY_INDEX: Final = 9_999_999
+# Submissions intake appends as one event (docs/adr/0036): a handful of cycles' worth.
+MAX_BATCH_JOBS: Final = 1024
 
 _NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 

@@ -26,6 +26,7 @@ from allot.proto.events import (
     JobCheckpointed,
     JobEvent,
     JobExited,
+    JobsSubmitted,
     JobStarted,
     NodeEvent,
     PlanComputed,
@@ -176,6 +177,9 @@ def subject_for(event: Event) -> str:
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{_token(event.node_id)}.{tag}"
     if isinstance(event, JobEvent):
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
+    if isinstance(event, JobsSubmitted):
+        # Among the job events (a job's events have its id, then their type, after "job").
+        return f"{EVENTS_PREFIX}.job.{tag}"
     if isinstance(event, NodeEvent):
         return f"{EVENTS_PREFIX}.node.{_token(event.node_id)}.{tag}"
     if isinstance(event, AccountEvent):

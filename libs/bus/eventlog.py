@@ -18,7 +18,7 @@ import contextlib
 import logging
 import ssl
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 
 import msgspec
 import nats
@@ -41,7 +41,7 @@ from allot.bus import traced
 from allot.bus.codec import decode, encode
 from allot.bus.identity import Identity, connect_options
 from allot.bus.urls import redacted, servers
-from allot.proto.events import Event, Meta
+from allot.proto.events import Event, JobsSubmitted, JobSubmitted, Meta
 from allot.proto.limits import EVENT_HEADROOM_BYTES, MAX_EVENT_BYTES
 from allot.proto.subjects import (
     ALL_EVENTS,
@@ -122,6 +122,18 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     # when following, those already delivered and waiting in the client, if more.
     backlog: int = 0
     data: bytes = b""  # the message as stored, for export
+
+
+def submitted_traces(record: Record) -> Iterator[tuple[str, Mapping[str, str]]]:
+    """Each job ``record`` submits, with the trace context its submission carried: a
+    submission appended alone carries it in the message's headers, one of a batch in the
+    batch (``JobsSubmitted``)."""
+    event = record.event
+    if isinstance(event, JobSubmitted):
+        yield event.job_id, record.headers
+    elif isinstance(event, JobsSubmitted):
+        for entry in event.jobs:
+            yield entry.event.job_id, entry.trace
 
 
 def new_meta(producer: str, at: int) -> Meta:

@@ -113,6 +113,7 @@ AUTHORED = {
     "intake": [
         f"{_JOB}.JobSubmitted",
         f"{_JOB}.ArraySubmitted",
+        f"{EVENTS_PREFIX}.job.JobsSubmitted",
         f"{_JOB}.JobCancelRequested",
         f"{_NODE}.NodeCordoned",
         f"{_NODE}.NodeUncordoned",

@@ -1,10 +1,10 @@
 """One trace per job (docs/adr/0016), carried in W3C trace context in message headers.
 
 Every append carries the current context. A job's trace is the one its ``JobSubmitted``
-carries: the submitting client's, continued by the intake. Every service that appends an
-event about a job does so inside a span of that trace (``job_span``), so the event carries
-the job's context too; a planning cycle is a trace of its own, linked from the job spans of
-the jobs it decided on.
+carries (in a batch, its entry of the ``JobsSubmitted``): the submitting client's,
+continued by the intake. Every service that appends an event about a job does so inside a
+span of that trace (``job_span``), so the event carries the job's context too; a planning
+cycle is a trace of its own, linked from the job spans of the jobs it decided on.
 
 Spans are exported over OTLP/HTTP only where the standard ``OTEL_*`` variables ask for it
 (``configure``). Otherwise the API's no-op tracer is all there is: spans cost next to
@@ -15,16 +15,12 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Link, Span
 
+from allot.bus.eventlog import Record, submitted_traces
 from allot.bus.traced import exporting
-from allot.proto.events import JobSubmitted
-
-if TYPE_CHECKING:
-    from allot.bus.eventlog import Record  # which appends through this module
 
 tracer = trace.get_tracer("allot")
 log = logging.getLogger("allot.tracing")
@@ -73,11 +69,11 @@ class JobTraces:
     def __init__(self) -> None:
         self._carriers: dict[str, dict[str, str]] = {}
 
-    def note(self, record: "Record") -> None:
-        if isinstance(record.event, JobSubmitted):
-            carrier = {k: record.headers[k] for k in CARRIED if k in record.headers}
+    def note(self, record: Record) -> None:
+        for job_id, carried in submitted_traces(record):
+            carrier = {k: carried[k] for k in CARRIED if k in carried}
             if carrier:
-                self._carriers[record.event.job_id] = carrier
+                self._carriers[job_id] = carrier
 
     def context(self, job_id: str) -> context.Context:
         """The job's trace; a task of a job array (``<array>_<index>``) is in its array's."""

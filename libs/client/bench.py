@@ -153,9 +153,22 @@ async def cli_submit_wall(stack: Stack, runs: int, wait: bool = False) -> dict[s
 
 
 async def intake_throughput(client: AsyncClient, total: int, concurrency: int) -> dict[str, float]:
-    # Jobs that need more GPUs than are free stay queued, so only intake is measured.
-    spec = JobSpec(account="bench/throughput", gpus=8, command=["true"])
-    await client.submit(JobSpec(account="bench/throughput", gpus=8, command=["sleep", "3600"]))
+    # Every GPU is held first, so the burst's jobs stay queued: what is measured is intake
+    # and the services folding submissions, not nodes starting a job after another.
+    nodes = (await client.state()).nodes.values()
+    blockers = []
+    for gpus in [len(node.gpus) for node in nodes if not node.lost]:
+        blocker = JobSpec(account="bench/throughput", gpus=gpus, command=["sleep", "3600"])
+        reply = await client.submit(blocker)
+        assert reply.job_id is not None  # submit raises on a refusal
+        blockers.append(reply.job_id)
+    async with asyncio.timeout(60):
+        while not all(
+            job is not None and job.status == JobStatus.RUNNING
+            for job in [await client.job(job_id) for job_id in blockers]
+        ):
+            await asyncio.sleep(0.1)
+    spec = JobSpec(account="bench/throughput", gpus=1, command=["true"])
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(total):
         queue.put_nowait(i)

@@ -32,8 +32,8 @@ from allot.proto.events import (
     JobCheckpointed,
     JobExited,
     JobStarted,
-    JobSubmitted,
     NodeLost,
+    submissions,
 )
 
 Gpu = tuple[str, int]  # (node id, GPU index)
@@ -113,9 +113,11 @@ class _Walk:
 
     def step(self, record: LogRecord) -> None:
         event = record.event
-        if isinstance(event, JobSubmitted) and event.idempotency_key is not None:
-            entry = (record.seq, event.job_id)
-            self.submissions.setdefault(event.idempotency_key, []).append(entry)
+        if submitted := submissions(event):
+            for job in submitted:
+                if job.idempotency_key is not None:
+                    entry = (record.seq, job.job_id)
+                    self.submissions.setdefault(job.idempotency_key, []).append(entry)
         elif isinstance(event, JobStarted):
             self._started(record.seq, event)
         elif isinstance(event, JobExited):

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
-from allot.bus.eventlog import Record
+from allot.bus.eventlog import Record, submitted_traces
 from allot.client.render import human_duration as took
 from allot.core import State, apply_record
 from allot.proto.events import (
@@ -34,6 +34,8 @@ from allot.proto.events import (
     MaxWaitExceeded,
     PlanComputed,
     StopRequested,
+    job_events,
+    submissions,
 )
 
 Value = str | int | bool
@@ -92,19 +94,20 @@ def job_trace(job_id: str, records: Sequence[Record], state: State | None = None
         which = f"; {job_id} is a job array: trace one of its tasks ({tasks[0]}…)" if tasks else ""
         raise NoSuchJob(f"no job {job_id!r} in the log{which}")
     own = {job_id} if job.array_id is None else {job_id, job.array_id}
-    submitted = next(
-        (r for r in records if isinstance(r.event, JobSubmitted) and r.event.job_id in own),
+    carried = next(
+        (trace for r in records for submitted, trace in submitted_traces(r) if submitted in own),
         None,
     )
-    if submitted is None:
+    if carried is None:
         raise NoSuchJob(f"no job {job_id!r} in the log")
-    trace_id, parent_id = _trace_of(job.array_id or job_id, submitted.headers)
+    trace_id, parent_id = _trace_of(job.array_id or job_id, carried)
     build = _Builder(trace_id)
     for record in records:
         if isinstance(record.event, PlanComputed):
             build.plan(job_id, record.seq, record.event)
-        elif isinstance(record.event, JobEvent) and record.event.job_id in own:
-            build.event(record.seq, record.event)
+        for event in job_events(record.event):
+            if event.job_id in own:
+                build.event(record.seq, event)
     now = max((r.event.meta.at for r in records if r.event is not None), default=0)
     for span in build.spans:
         if span.end is None and job.status.terminal:
@@ -115,7 +118,7 @@ def job_trace(job_id: str, records: Sequence[Record], state: State | None = None
     )  # fmt: skip
 
 
-def _trace_of(job_id: str, headers: dict[str, str]) -> tuple[str, str]:
+def _trace_of(job_id: str, headers: Mapping[str, str]) -> tuple[str, str]:
     """The trace and parent span the submission carried (W3C ``traceparent``), or a trace
     id of the job's own when it carried none."""
     parts = headers.get("traceparent", "").split("-")
@@ -309,11 +312,10 @@ def jobs_since(records: Iterable[Record], since: int, state: State) -> list[str]
     order of the log; of an array, each of its tasks."""
     jobs: list[str] = []
     for r in records:
-        event = r.event
-        if not isinstance(event, JobSubmitted) or event.meta.at < since:
-            continue
-        array = state.arrays.get(event.job_id)
-        jobs += array.tasks if array is not None else [event.job_id]
+        for event in submissions(r.event):
+            if event.meta.at >= since:
+                array = state.arrays.get(event.job_id)
+                jobs += array.tasks if array is not None else [event.job_id]
     return [job_id for job_id in jobs if job_id in state.jobs]
 
 

@@ -2,6 +2,7 @@
 
 import msgspec
 
+from allot.core import wellformed
 from allot.core.accounts import ancestry
 from allot.core.arrays import indices, task_id
 from allot.core.entitlement import accrue, want
@@ -27,6 +28,7 @@ from allot.proto.events import (
     JobPreempted,
     JobRejected,
     JobRequeued,
+    JobsSubmitted,
     JobStarted,
     JobSubmitted,
     KillRequested,
@@ -148,6 +150,23 @@ def _submitted(state: State, seq: int, e: JobSubmitted) -> None:
         state.fair_share_version += 1
     if e.idempotency_key is not None:
         state.idempotency[(e.by, e.spec.account, e.idempotency_key)] = e.job_id
+
+
+def _batch_submitted(state: State, seq: int, e: JobsSubmitted) -> None:
+    """Each submission as if appended alone at ``seq``: one that is malformed or does not
+    fit the state is ignored by itself, as it would have been alone; the others fold. What
+    is owed accrues once, up to the batch's time (stamped after its submissions'): the
+    water-fill is computed once a batch, not once a submission."""
+    accrue(state, e.meta.at)
+    for entry in e.jobs:
+        submitted = entry.event
+        try:
+            if problem := wellformed.problem(submitted):
+                raise Ignore(f"malformed: {problem}")
+            _submitted(state, seq, submitted)
+        except Ignore as why:
+            tag = str(type(submitted).__struct_config__.tag)
+            state.note_ignored(seq, tag, f"{submitted.job_id[:200]} of a batch: {why}")
 
 
 def _task_ids(state: State, e: ArraySubmitted) -> list[tuple[int, str]]:
@@ -376,6 +395,7 @@ def _grace_too_short(state: State, seq: int, e: GraceTooShort) -> None:
 RULES: dict[type[Event], FoldRule] = {
     JobSubmitted: _submitted,
     ArraySubmitted: _submitted,
+    JobsSubmitted: _batch_submitted,
     JobRejected: _rejected,
     JobCancelRequested: _cancel_requested,
     JobCancelled: _cancelled,
@@ -392,6 +412,7 @@ RULES: dict[type[Event], FoldRule] = {
 CHANGES: dict[type[Event], tuple[str, ...]] = {
     JobSubmitted: (),  # its rule: fair share, for an account new to the state
     ArraySubmitted: (),
+    JobsSubmitted: (),
     JobRejected: (HOLDERS,),
     JobCancelRequested: (HOLDERS,),
     JobCancelled: (HOLDERS,),

@@ -18,6 +18,7 @@ from allot.proto.events import (
     JobPreempted,
     JobRejected,
     JobRequeued,
+    JobsSubmitted,
     JobStarted,
     JobSubmitted,
     KillRequested,
@@ -25,6 +26,7 @@ from allot.proto.events import (
     PendingReason,
     PlanComputed,
     StopRequested,
+    submissions,
 )
 
 
@@ -83,17 +85,26 @@ class Trails:
             return
         ignored = state.ignored_count
         apply_record(state, record, records)
-        job_id = getattr(event, "job_id", None)
-        if event is None or not isinstance(job_id, str) or state.ignored_count != ignored:
+        if isinstance(event, JobsSubmitted):  # of a batch, the submissions that folded
+            for submitted in submissions(event):
+                taken = state.jobs.get(submitted.job_id) or state.arrays.get(submitted.job_id)
+                if taken is not None and taken.submitted_seq == record.seq:
+                    self._step(record.seq, submitted)
             return
-        if self.only is not None and job_id != self.only:
+        if event is not None and state.ignored_count == ignored:
+            self._step(record.seq, event)
+
+    def _step(self, seq: int, event: Event) -> None:
+        """Note the step a folded event makes in its job's trail."""
+        job_id = getattr(event, "job_id", None)
+        if not isinstance(job_id, str) or (self.only is not None and job_id != self.only):
             return
         steps = self._steps.setdefault(job_id, [])
         if isinstance(event, JobCheckpointed):
             self._checkpoints[job_id] = self._checkpoints.get(job_id, 0) + 1
             if steps and steps[-1].what == "checkpointed":
                 steps.pop()  # a run of checkpoints reads as its latest
-        step = _from_job_event(record.seq, event, self._checkpoints.get(job_id, 0))
+        step = _from_job_event(seq, event, self._checkpoints.get(job_id, 0))
         if step is not None:
             steps.append(step)
 

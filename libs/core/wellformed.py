@@ -28,6 +28,7 @@ from allot.proto.events import (
     JobEvent,
     JobExited,
     JobPreempted,
+    JobsSubmitted,
     JobStarted,
     JobSubmitted,
     KillRequested,
@@ -40,7 +41,7 @@ from allot.proto.events import (
     StopRequested,
     UsageCharged,
 )
-from allot.proto.limits import MAX_GRACE_NS, MAX_REASON
+from allot.proto.limits import MAX_BATCH_JOBS, MAX_GRACE_NS, MAX_REASON
 from allot.proto.subjects import MAX_ID, is_id
 
 MAX_QUANTITY = (1 << 63) - 1  # nanoseconds, milliseconds, MiB: what a signed 64-bit integer holds
@@ -90,6 +91,11 @@ def _array_submitted(e: ArraySubmitted) -> str:
         return str(errors[0])
     longest = task_id(e.job_id, max(r.last for r in e.array.indices))
     return "" if is_id(longest) else f"job_id={e.job_id[:200]!r}: its tasks' ids ({longest}) too"
+
+
+def _batch(e: JobsSubmitted) -> str:
+    """The batch as a whole; each of its submissions is held to its own check as it folds."""
+    return _count("len(jobs)", len(e.jobs), 1, MAX_BATCH_JOBS)
 
 
 def _attempt(e: Any) -> str:
@@ -260,6 +266,7 @@ def _quarantined(e: EventQuarantined) -> str:
 _CHECKS: dict[type[Event], Callable[[Any], str]] = {
     JobSubmitted: _submitted,
     ArraySubmitted: _array_submitted,
+    JobsSubmitted: _batch,
     JobStarted: _started,
     JobCheckpointed: _checkpointed,
     JobExited: _exited,

@@ -1,9 +1,12 @@
 """Request/reply on ``allot.cmd.submit`` and ``allot.cmd.cancel``.
 
-Idempotency: a submission with a key gets a job id derived from (account, key) and that id
-as ``Nats-Msg-Id``, so a retry inside the stream's duplicate window is dropped by the server;
-a later retry is found in the folded log. Either way the client gets the same job id back
-and nothing new is appended. Bad input is answered with field errors and appends nothing.
+Submissions that arrive together are appended together (``GroupCommit``, docs/adr/0036).
+Idempotency: a submission with a key gets a job id derived from (sender, account, key). A
+retry while the first is being stored waits for it; a later one is found in the folded log.
+A submission appended alone carries that id as ``Nats-Msg-Id`` too, and the fold ignores a
+second submission of a job id, so even two intakes racing append one job. Either way the
+client gets the same job id back. Bad input is answered with field errors and appends
+nothing.
 """
 
 import argparse
@@ -16,7 +19,7 @@ import uuid
 import msgspec
 from opentelemetry import trace
 
-from allot.bus.eventlog import EventLog
+from allot.bus.eventlog import Appended, EventLog
 from allot.bus.tracing import JobTraces
 from allot.core import (
     State,
@@ -50,6 +53,7 @@ from allot.proto.events import (
 from allot.proto.limits import MAX_REASON
 from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT
 from allot.services.commands import Commands, Lane
+from allot.services.intake.batching import GroupCommit
 from allot.services.replies import Sender, decode_request, not_stored
 from allot.services.runtime import (
     Clock,
@@ -61,7 +65,8 @@ from allot.services.runtime import (
 )
 
 log = logging.getLogger("allot.intake")
-MAX_IN_FLIGHT = 256  # submissions being appended at once
+Submitted = tuple[JobSpec, ArrayTasks | None]  # what a job id was submitted as
+MAX_IN_FLIGHT = 256  # submissions being handled at once
 CATCH_UP_S = 2.0  # how long a refused command waits for the log to be folded
 
 
@@ -80,9 +85,8 @@ class Intake:
         self.state = State()
         self.traces = JobTraces()  # a cancellation is part of the job's trace
         self.commands = Commands("intake", self.clock)
-        # Submissions are handled many at once, so appends overlap their acknowledgements.
-        # Safe for retries: a key always maps to the same job id and message id, so the
-        # server drops whichever of two racing appends comes second.
+        # Submissions are handled many at once: those that arrive while one is stored are
+        # appended together (``GroupCommit``). A retry of one in flight waits for it.
         submissions = Lane(at_once=MAX_IN_FLIGHT)
         for name in (SUBMIT, ADMIN + SUBMIT):
             self.commands.answer(name, self.submit, submissions)
@@ -90,8 +94,9 @@ class Intake:
         for name in (CANCEL, ADMIN + CANCEL):
             self.commands.answer(name, self.cancel, control)
         self.commands.answer(NODE_COMMAND, self.node_command, control)
-        # Job (or array) id -> what was appended, not yet folded.
-        self._appending: dict[str, tuple[JobSpec, ArrayTasks | None]] = {}
+        self.appender = GroupCommit(events, self.clock)
+        # Job (or array) id -> what is being appended or was, not yet folded, and where.
+        self._appending: dict[str, tuple[Submitted, asyncio.Future[Appended]]] = {}
         self._folded = Folded(self.state)
 
     async def run(self) -> None:
@@ -101,6 +106,7 @@ class Intake:
             )
         finally:
             await self.commands.close()
+            await self.appender.close()
 
     async def _on_caught_up(self) -> None:
         await self._folded.announce()
@@ -125,12 +131,14 @@ class Intake:
             return SubmitReply(job_id=known, duplicate=True)
         spec, key = request.spec, request.idempotency_key
         job_id = job_id_for(sender.principal, spec.account, key)
-        # The same key in flight (appended, not yet folded) for another spec: the server
-        # would drop the second append as a duplicate, and its client would take the first
-        # job for its own.
+        trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
         submitted = (spec, request.array)
-        if self._appending.setdefault(job_id, submitted) != submitted:
-            return SubmitReply(errors=[key_reused(key or "", job_id)])
+        appending = self._appending.get(job_id)
+        if appending is not None:  # the same key in flight: appended, not yet folded
+            # For another spec: its client would take the first job for its own.
+            if appending[0] != submitted:
+                return SubmitReply(errors=[key_reused(key or "", job_id)])
+            return await self._stored(job_id, appending[1], duplicate=True)
         event = JobSubmitted(
             meta=stamp("intake", self.clock),
             job_id=job_id,
@@ -140,14 +148,24 @@ class Intake:
         )
         if request.array is not None:
             event = ArraySubmitted(**msgspec.structs.asdict(event), array=request.array)
-        trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
+        stored = asyncio.ensure_future(self.appender.append(event))
+        self._appending[job_id] = (submitted, stored)
+        return await self._stored(job_id, stored, duplicate=False)
+
+    async def _stored(
+        self, job_id: str, stored: "asyncio.Future[Appended]", duplicate: bool
+    ) -> SubmitReply:
+        """The reply once the append of ``job_id`` is stored (or failed: then a retry with
+        the same key appends it again)."""
         try:
-            appended = await self.events.append(event, msg_id=msgids.submission(job_id))
+            appended = await asyncio.shield(stored)
         except Exception as error:  # the client retries with the same key
-            self._appending.pop(job_id, None)
+            if self._appending.get(job_id, (None, None))[1] is stored:
+                del self._appending[job_id]
             log.warning("append failed for %s: %s", job_id, error)
             return SubmitReply(errors=[not_stored(error)])
-        return SubmitReply(job_id=job_id, seq=appended.seq, duplicate=appended.duplicate)
+        duplicate = duplicate or appended.duplicate
+        return SubmitReply(job_id=job_id, seq=appended.seq, duplicate=duplicate)
 
     def _submission_problems(self, request: SubmitRequest, sender: Sender) -> list[FieldError]:
         errors = validate_submission(request, self.state)

@@ -18,6 +18,7 @@ from allot.proto.events import (
     JobSubmitted,
     NodeCordoned,
 )
+from allot.proto.events import submissions as submitted
 from allot.proto.subjects import SUBMIT
 from allot.services.intake.app import Intake
 from allot.services.replies import Sender
@@ -45,7 +46,8 @@ def spec(**fields: object) -> JobSpec:
 
 
 async def submissions(log: EventLog) -> list[JobSubmitted]:
-    return [r.event for r in await log.read() if isinstance(r.event, JobSubmitted)]
+    """Every submission in the log, appended alone or in a batch."""
+    return [event for r in await log.read() for event in submitted(r.event)]
 
 
 async def test_a_submission_is_appended_once(client: AsyncClient, event_log: EventLog) -> None:

@@ -52,6 +52,11 @@ def _sample_value(tp: object) -> object:
     samples = {str: "x1", int: 7, bool: True}
     if tp in samples:
         return samples[tp]
+    if typing.get_origin(tp) is typing.Annotated:
+        return _sample_value(typing.get_args(tp)[0])
+    if tp == list[events.Submission]:  # a batch holds at least one
+        submitted = {"type": "JobSubmitted", "job_id": "j-1", "spec": _sample_value(JobSpec)}
+        return [{"event": {"meta": msgspec.to_builtins(b.meta()), **submitted}}]
     if getattr(tp, "__origin__", None) is list:
         return []
     args = getattr(tp, "__args__", ())

@@ -1,0 +1,121 @@
+"""Submissions appended together (``JobsSubmitted``, docs/adr/0036): folded as each would
+have been alone, ignored one by one, each in its own trace and trail."""
+
+import msgspec
+from opentelemetry import trace
+
+from allot.bus.codec import decode, encode
+from allot.bus.eventlog import Record
+from allot.bus.tracing import JobTraces
+from allot.client.jobtrace import job_trace
+from allot.core import apply
+from allot.core.arrays import parse
+from allot.core.trail import trail
+from allot.proto.events import ArraySubmitted, JobsSubmitted, JobSubmitted, Submission
+from allot.proto.subjects import subject_for
+from tests import builders as b
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+PARENT = "b7ad6b7169203331"
+
+
+def some_submissions() -> list[JobSubmitted]:
+    array = JobSubmitted(meta=b.meta(1_300), job_id="arr", spec=b.spec(2), by="bob")
+    return [
+        b.submitted("j1", 1, at=1_100, by="alice", key="k1"),
+        b.submitted("j2", 4, at=1_200, workers=2),
+        ArraySubmitted(**msgspec.structs.asdict(array), array=parse("0-9%3")),
+        msgspec.structs.replace(b.submitted("j3", at=1_400), spec=b.spec(account="lab/other")),
+    ]
+
+
+def batch(*events: JobSubmitted, at: int = 2_000, traces: bool = False) -> JobsSubmitted:
+    carried = {"traceparent": f"00-{TRACE}-{PARENT}-01"} if traces else {}
+    entries = [Submission(event=event, trace=carried) for event in events]
+    return JobsSubmitted(meta=b.meta(at), jobs=entries)
+
+
+def test_a_batch_folds_as_its_submissions_appended_alone() -> None:
+    alone = b.fold(b.node("n1", 8), *some_submissions())
+    together = b.fold(b.node("n1", 8), batch(*some_submissions()))
+    assert together.jobs.keys() == alone.jobs.keys()
+    for job_id, job in alone.jobs.items():
+        other = together.jobs[job_id]
+        assert (other.spec, other.status, other.submitted_by) == (
+            job.spec,
+            job.status,
+            job.submitted_by,
+        )
+        assert (other.submitted_at, other.idempotency_key) == (
+            job.submitted_at,
+            job.idempotency_key,
+        )
+        assert other.submitted_seq == 2  # the batch's sequence
+    assert together.arrays["arr"].tasks == alone.arrays["arr"].tasks
+    assert together.arrays["arr"].released == alone.arrays["arr"].released == 3
+    assert together.idempotency == alone.idempotency
+    assert together.wanted == alone.wanted
+    assert set(together.pending) == set(alone.pending)
+    assert together.job_accounts.keys() == alone.job_accounts.keys()
+    assert together.ignored_count == 0
+    assert together.seq == 2
+
+
+def test_a_submission_that_does_not_fit_is_ignored_alone() -> None:
+    state = b.fold(b.submitted("taken"))
+    malformed = b.submitted("zero", gpus=0)
+    apply(state, 2, batch(b.submitted("taken"), malformed, b.submitted("fine")))
+    assert set(state.jobs) == {"taken", "fine"}
+    assert state.jobs["taken"].submitted_seq == 1  # the first submission stands
+    assert state.seq == 2
+    reasons = {note.reason.split(":")[0]: note for note in state.ignored}
+    assert reasons.keys() == {"taken of a batch", "zero of a batch"}
+    assert all(note.seq == 2 and note.type == "JobSubmitted" for note in state.ignored)
+    assert "gpus" in reasons["zero of a batch"].reason
+
+
+def test_an_empty_batch_is_ignored_as_malformed() -> None:
+    state = b.fold(JobsSubmitted(meta=b.meta(), jobs=[]))
+    assert state.ignored_count == 1
+    assert "len(jobs)=0" in state.ignored[0].reason
+
+
+def test_the_batch_has_a_subject_among_the_job_events_that_no_job_id_can_take() -> None:
+    subject = subject_for(batch(b.submitted("j1")))
+    assert subject == "allot.evt.job.JobsSubmitted"
+    assert subject != subject_for(b.submitted("JobsSubmitted"))
+
+
+def records_of(*events: object) -> list[Record]:
+    return [
+        Record(seq=seq, subject=subject_for(event), type=type(event).__name__, event=event)  # type: ignore[arg-type]
+        for seq, event in enumerate(events, start=1)
+    ]
+
+
+def test_each_job_of_a_batch_is_in_the_trace_its_submission_carried() -> None:
+    [record] = records_of(batch(b.submitted("j1"), b.submitted("j2"), traces=True))
+    traces = JobTraces()
+    traces.note(record)
+    for job_id in ("j1", "j2"):
+        context = trace.get_current_span(traces.context(job_id)).get_span_context()
+        assert format(context.trace_id, "032x") == TRACE
+    assert not trace.get_current_span(traces.context("j3")).get_span_context().is_valid
+    traced = job_trace("j2", records_of(batch(b.submitted("j1"), b.submitted("j2"), traces=True)))
+    assert (traced.trace_id, traced.parent_id) == (TRACE, PARENT)
+    assert traced.spans[0].name == "job j2"
+
+
+def test_the_trail_of_a_batched_job_begins_with_its_submission_an_ignored_one_not() -> None:
+    records = records_of(b.submitted("taken"), batch(b.submitted("taken"), b.submitted("j2")))
+    [submitted] = trail(records, "j2")
+    assert (submitted.what, submitted.seq) == ("submitted", 2)
+    assert [step.seq for step in trail(records, "taken")] == [1]  # its second submission: no step
+
+
+def test_a_batch_read_back_from_its_bytes_folds_to_the_same_state() -> None:
+    event = batch(*some_submissions(), traces=True)
+    first, second = b.fold(event), b.fold(decode(encode(event)))
+    assert first.jobs == second.jobs
+    assert first.arrays == second.arrays
+    assert set(first.pending) == set(second.pending)
