@@ -84,12 +84,34 @@ def _fields(kind: type) -> dict[str, Any]:
     return {f.encode_name: f.type for f in _type_info(kind).fields}
 
 
+@functools.cache
+def _nesting(kind: type) -> dict[str, Any]:
+    """Those of a struct's fields that can hold a struct (in a list, or optional too): the
+    only places below it where a field of the wrong name can be."""
+    return {name: info for name, info in _fields(kind).items() if _holds_struct(info)}
+
+
+def _holds_struct(info: Any) -> bool:
+    if isinstance(info, msgspec.inspect.StructType):
+        return True
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(_holds_struct(t) for t in info.types)
+    if isinstance(info, msgspec.inspect.ListType):
+        return _holds_struct(info.item_type)
+    return False
+
+
 def _unknown(given: object, info: Any, steps: list[str]) -> FieldError | None:
     if isinstance(info, msgspec.inspect.UnionType):  # Optional[...]: the one non-null type
         kinds = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
         info = kinds[0] if len(kinds) == 1 else None
     if isinstance(info, msgspec.inspect.StructType) and isinstance(given, dict):
         fields = _fields(info.cls)
+        if given.keys() <= fields.keys():  # all known here: look only where structs nest
+            for key, inner in _nesting(info.cls).items():
+                if key in given and (problem := _unknown(given[key], inner, [*steps, key])):
+                    return problem
+            return None
         for key, value in given.items():
             if key not in fields:
                 return FieldError(

@@ -165,8 +165,7 @@ class Commands:
         self, name: str, msg: Msg, sender: Sender, handler: Handler, lane: Lane
     ) -> None:
         arrived = self.clock.monotonic()
-        context = tracing.extract(msg.headers)
-        with tracing.tracer.start_as_current_span(f"{self.service}.{name}", context=context):
+        with tracing.request_span(f"{self.service}.{name}", msg.headers):
             async with lane.turn():
                 waited_s = self.clock.monotonic() - arrived
                 if waited_s > self.max_wait_s:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Link, Span
@@ -36,6 +37,16 @@ def inject(headers: dict[str, str]) -> dict[str, str]:
 def extract(headers: Mapping[str, str] | None) -> context.Context:
     """The trace context a message carried, to parent the spans that handle it."""
     return propagate.extract(dict(headers or {}))
+
+
+def request_span(name: str, headers: Mapping[str, str] | None) -> AbstractContextManager[object]:
+    """The span a request is handled in, a child of the context it carried. None where no
+    spans are recorded here and the request carried no context: there would be nothing to
+    record nor to carry on, and a request in a burst should not pay for it."""
+    carried = headers is not None and "traceparent" in headers
+    if not carried and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return contextlib.nullcontext()
+    return tracer.start_as_current_span(name, context=extract(headers))
 
 
 def configure(service: str) -> bool:

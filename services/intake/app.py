@@ -148,7 +148,7 @@ class Intake:
         )
         if request.array is not None:
             event = ArraySubmitted(**msgspec.structs.asdict(event), array=request.array)
-        stored = asyncio.ensure_future(self.appender.append(event))
+        stored = self.appender.append(event)
         self._appending[job_id] = (submitted, stored)
         return await self._stored(job_id, stored, duplicate=False)
 

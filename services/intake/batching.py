@@ -31,16 +31,16 @@ class GroupCommit:
         self._waiting: list[Waiting] = []
         self._storing: asyncio.Task[None] | None = None
 
-    async def append(self, event: JobSubmitted | ArraySubmitted) -> Appended:
-        """Store ``event`` (in a batch, maybe); where it was stored. The trace context
-        current here goes with it. Raises what the append raised."""
+    def append(self, event: JobSubmitted | ArraySubmitted) -> "asyncio.Future[Appended]":
+        """Store ``event`` (in a batch, maybe): the future of where it was stored, or of
+        what the append raised. The trace context current here goes with it."""
         future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
         self._waiting.append((Submission(event=event, trace=tracing.inject({})), future))
         if self._storing is None:
             # In a context of its own: what it appends carries the trace context each
             # submission brought, not that of the request that happened to start it.
             self._storing = asyncio.create_task(self._store(), context=contextvars.Context())
-        return await future
+        return future
 
     async def close(self) -> None:
         if self._storing is not None:
@@ -105,3 +105,4 @@ def _settle(
             future.set_result(appended)
         else:
             future.set_exception(error or RuntimeError("not stored"))
+            future.exception()  # its request may be gone: nobody is to be told twice
