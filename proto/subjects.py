@@ -170,6 +170,11 @@ def samples(node_id: str) -> str:
 NODE_REPORTS: Final = (JobStarted, JobCheckpointed, JobExited, JobCancelled)
 
 
+# Submissions appended together (docs/adr/0036): among the job events, where a job's own
+# have its id, then their type, after "job", so no job id can take it.
+SUBMITTED_TOGETHER: Final = f"{EVENTS_PREFIX}.job.JobsSubmitted"
+
+
 def subject_for(event: Event) -> str:
     """The subject an event is appended under: by entity, then by type."""
     tag = type(event).__struct_config__.tag
@@ -178,8 +183,7 @@ def subject_for(event: Event) -> str:
     if isinstance(event, JobEvent):
         return f"{EVENTS_PREFIX}.job.{_token(event.job_id)}.{tag}"
     if isinstance(event, JobsSubmitted):
-        # Among the job events (a job's events have its id, then their type, after "job").
-        return f"{EVENTS_PREFIX}.job.{tag}"
+        return SUBMITTED_TOGETHER
     if isinstance(event, NodeEvent):
         return f"{EVENTS_PREFIX}.node.{_token(event.node_id)}.{tag}"
     if isinstance(event, AccountEvent):

@@ -54,6 +54,7 @@ from allot.proto.subjects import (
     STATS,
     STREAM,
     SUBMIT,
+    SUBMITTED_TOGETHER,
     command,
     from_anyone,
     health,
@@ -113,7 +114,7 @@ AUTHORED = {
     "intake": [
         f"{_JOB}.JobSubmitted",
         f"{_JOB}.ArraySubmitted",
-        f"{EVENTS_PREFIX}.job.JobsSubmitted",
+        SUBMITTED_TOGETHER,
         f"{_JOB}.JobCancelRequested",
         f"{_NODE}.NodeCordoned",
         f"{_NODE}.NodeUncordoned",

@@ -2,7 +2,8 @@
 decided about it, and nothing else, so a trace costs what the job holds, not the log.
 
 The read model knows which plans those are (the job's trail names them); the job's events
-are those under its own subjects (``allot.evt.job.<id>.>``, ``allot.proto.subjects``).
+are those under its own subjects (``allot.evt.job.<id>.>``, ``allot.proto.subjects``), and
+its submission, where that was appended together with others, the batch at its sequence.
 """
 
 import asyncio
@@ -16,7 +17,7 @@ from allot.bus.eventlog import Record
 from allot.bus.log import Log
 from allot.client.jobtrace import job_trace
 from allot.core import JobRecord
-from allot.proto.subjects import EVENTS_PREFIX, PLAN_EVENTS
+from allot.proto.subjects import EVENTS_PREFIX, PLAN_EVENTS, SUBMITTED_TOGETHER
 
 MAX_PLANS = 64  # of the plans that decided about a job, the latest; each is one read
 READ_S = 5.0  # a trace not read by then is not shown (the page says so and tries again)
@@ -40,7 +41,10 @@ class JobLog:
             if job.array_id is not None:  # a task: its array's submission, a cancel of all
                 subject = f"{EVENTS_PREFIX}.job.{job.array_id}.>"
                 own += await self._all_under(subject, job.submitted_seq)
-            plans = [await self._one(seq) for seq in plan_seqs[-MAX_PLANS:]]
+            if all(record.seq != job.submitted_seq for record in own):  # submitted together
+                together = await self._one(job.submitted_seq, SUBMITTED_TOGETHER)
+                own += [together] if together is not None else []
+            plans = [await self._one(seq, PLAN_EVENTS) for seq in plan_seqs[-MAX_PLANS:]]
         return sorted([*own, *(plan for plan in plans if plan is not None)], key=_seq)
 
     async def _all_under(self, subject: str, from_seq: int) -> list[Record]:
@@ -53,8 +57,9 @@ class JobLog:
                     break
         return records
 
-    async def _one(self, seq: int) -> Record | None:
-        async with contextlib.aclosing(self.events.follow(seq, PLAN_EVENTS)) as found:
+    async def _one(self, seq: int, subject: str) -> Record | None:
+        """The record at ``seq``, if it is under ``subject``."""
+        async with contextlib.aclosing(self.events.follow(seq, subject)) as found:
             async for record in found:
                 return record if record.seq == seq else None
         return None

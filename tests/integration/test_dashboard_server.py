@@ -10,7 +10,7 @@ import msgspec
 
 from allot.bus import Log, MemoryEventLog
 from allot.core.arrays import parse
-from allot.proto.events import ArraySubmitted, PendingReason
+from allot.proto.events import ArraySubmitted, JobsSubmitted, PendingReason, Submission
 from allot.services.view.joblog import JobLog, trace_view
 from allot.services.view.model import ReadModel
 from allot.services.view.web import STOP_S, Dashboard, keep_owed, listen, serve
@@ -53,6 +53,31 @@ async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it() -
     assert (trace["status"], trace["ended"]) == ("succeeded", True)
     points = [p["name"] for span in trace["spans"] for p in span["points"]]
     assert points[:2] == ["waiting: NO_FIT", "admitted to n1 [0]"]
+
+
+async def test_a_trace_of_a_job_submitted_together_with_others_reads_the_batch() -> None:
+    event_log = MemoryEventLog()
+    await event_log.append(b.node("n1", 2))
+    await event_log.append(b.submitted("before", 1, at=S))
+    carried = {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}
+    together = [Submission(event=b.submitted(j, 1, at=S), trace=carried) for j in ("j0", "j1")]
+    batch = await event_log.append(JobsSubmitted(meta=b.meta(S), jobs=together))
+    await event_log.append(b.plan(("j1", "n1", [0])))
+    await event_log.append(b.started("j1", "n1", [0]))
+    await event_log.append(b.exited("j1", "n1", 0))
+    model = await folded(event_log)
+    job = model.state.jobs["j1"]
+
+    records = await JobLog(event_log)(job, model.plan_seqs("j1"))
+
+    assert [(r.type, r.seq) for r in records][:2] == [
+        ("JobsSubmitted", batch.seq),
+        ("PlanComputed", batch.seq + 1),
+    ]
+    trace = trace_view(job, records, now=10 * S)
+    assert (trace["trace_id"], trace["parent_id"]) == ("ab" * 16, "cd" * 8)
+    assert (trace["status"], trace["ended"]) == ("succeeded", True)
+    assert trace["spans"][0]["name"] == "job j1"
 
 
 async def test_a_task_s_trace_reads_its_array_s_submission_too() -> None:
