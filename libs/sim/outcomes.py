@@ -10,7 +10,7 @@ import msgspec
 
 from allot.core import JobStatus, State
 from allot.core.fold import LogRecord
-from allot.proto.events import JobEvent, NodeEvent
+from allot.proto.events import NodeEvent, job_events
 from allot.sim.metrics import JobOutcome
 
 S = 1e9
@@ -32,12 +32,15 @@ class Outcomes:
     def note(self, state: State, record: LogRecord) -> None:
         """Take in ``record``, just folded into ``state``."""
         event = record.event
-        if isinstance(event, JobEvent):
-            touched = [event.job_id]
+        if about := job_events(event):  # a job's, or the submissions of a batch
+            touched = [e.job_id for e in about]
+            # An array's tasks are jobs of their own, submitted with it.
+            touched += [t for j in touched if j in state.arrays for t in state.arrays[j].tasks]
         elif isinstance(event, NodeEvent):
             touched = list(self._running)  # a node lost ends the runs on it
         else:
             return
+        assert event is not None
         at = event.meta.at / S
         for job_id in touched:
             self._update(state, job_id, at)

@@ -55,6 +55,7 @@ from allot.proto.events import (
     JobSubmitted,
     NodeLost,
     NodeRegistered,
+    submissions,
 )
 from allot.proto.subjects import is_id
 
@@ -338,7 +339,7 @@ def _log_events(path: Path) -> list[Event]:
 
 def _origin(events: list[Event]) -> int:
     """The trace's time 0: the log's first submission."""
-    return min((e.meta.at for e in events if isinstance(e, JobSubmitted)), default=0)
+    return min((e.meta.at for event in events for e in submissions(event)), default=0)
 
 
 def read_allot_log(path: Path) -> list[TraceJob]:
@@ -352,13 +353,14 @@ def _log_jobs(events: list[Event]) -> list[TraceJob]:
     started: dict[tuple[str, int], int] = {}
     ran: dict[str, float] = {}
     for event in events:
-        if isinstance(event, ArraySubmitted) and not array_problems(event.array):
-            # Each task a job of its own (the simulator knows no array limit).
-            for index in indices(event.array):
-                submitted[task_id(event.job_id, index)] = event
-        elif isinstance(event, JobSubmitted):
-            submitted[event.job_id] = event
-        elif isinstance(event, JobStarted):
+        for job in submissions(event):  # alone, or in a batch
+            if isinstance(job, ArraySubmitted) and not array_problems(job.array):
+                # Each task a job of its own (the simulator knows no array limit).
+                for index in indices(job.array):
+                    submitted[task_id(job.job_id, index)] = job
+            else:
+                submitted[job.job_id] = job
+        if isinstance(event, JobStarted):
             started.setdefault((event.job_id, event.attempt), event.meta.at)
         elif isinstance(event, JobExited) and (event.job_id, event.attempt) in started:
             began = started.pop((event.job_id, event.attempt))

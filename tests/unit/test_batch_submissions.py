@@ -1,18 +1,25 @@
 """Submissions appended together (``JobsSubmitted``, docs/adr/0036): folded as each would
 have been alone, ignored one by one, each in its own trace and trail."""
 
+from pathlib import Path
+
 import msgspec
+import pytest
 from opentelemetry import trace
 
 from allot.bus.codec import decode, encode
 from allot.bus.eventlog import Record
 from allot.bus.tracing import JobTraces
 from allot.client.jobtrace import job_trace
-from allot.core import apply
+from allot.client.logfile import Line
+from allot.core import State, apply, apply_record
 from allot.core.arrays import parse
 from allot.core.trail import trail
-from allot.proto.events import ArraySubmitted, JobsSubmitted, JobSubmitted, Submission
+from allot.proto.events import ArraySubmitted, Event, JobsSubmitted, JobSubmitted, Submission
 from allot.proto.subjects import subject_for
+from allot.sim.metrics import wait_s
+from allot.sim.outcomes import Outcomes
+from allot.sim.trace import read_allot_log
 from tests import builders as b
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -86,7 +93,7 @@ def test_the_batch_has_a_subject_among_the_job_events_that_no_job_id_can_take() 
     assert subject != subject_for(b.submitted("JobsSubmitted"))
 
 
-def records_of(*events: object) -> list[Record]:
+def records_of(*events: Event) -> list[Record]:
     return [
         Record(seq=seq, subject=subject_for(event), type=type(event).__name__, event=event)  # type: ignore[arg-type]
         for seq, event in enumerate(events, start=1)
@@ -119,3 +126,40 @@ def test_a_batch_read_back_from_its_bytes_folds_to_the_same_state() -> None:
     assert first.jobs == second.jobs
     assert first.arrays == second.arrays
     assert set(first.pending) == set(second.pending)
+
+
+S = 10**9
+
+
+def alone_or_together(jobs: list[JobSubmitted], together: bool) -> list[Event]:
+    return [batch(*jobs, at=jobs[-1].meta.at)] if together else list(jobs)
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_the_metrics_see_a_waiting_job_submitted_in_a_batch(together: bool) -> None:
+    jobs = [b.submitted(f"j{n}", gpus=8, at=S) for n in range(3)]  # more than there is
+    state, outcomes = State(), Outcomes()
+    for record in records_of(b.node("n1", 4), *alone_or_together(jobs, together)):
+        apply_record(state, record)
+        outcomes.note(state, record)
+    assert sorted(o.job_id for o in outcomes.at(3601.0)) == ["j0", "j1", "j2"]
+    assert [round(wait_s(o, 3601.0)) for o in outcomes.at(3601.0)] == [3600] * 3
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_the_simulator_reads_jobs_submitted_in_a_batch_from_an_exported_log(
+    together: bool, tmp_path: Path
+) -> None:
+    submitted = [b.submitted(f"j{n}", at=S) for n in range(3)]
+    events = [b.node("n1", 8), *alone_or_together(submitted, together)]
+    for n in range(3):
+        events.append(msgspec.structs.replace(b.started(f"j{n}", "n1", [n]), meta=b.meta(2 * S)))
+        events.append(msgspec.structs.replace(b.exited(f"j{n}", "n1"), meta=b.meta(5 * S)))
+    path = tmp_path / "log.jsonl"
+    lines = [
+        msgspec.json.encode(Line(seq=r.seq, subject=r.subject, event=msgspec.Raw(encode(r.event))))
+        for r in records_of(*events)
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    ran = [(job.job_id, job.submit_s, job.duration_s) for job in read_allot_log(path)]
+    assert ran == [("j0", 0.0, 3.0), ("j1", 0.0, 3.0), ("j2", 0.0, 3.0)]
