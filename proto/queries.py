@@ -52,9 +52,10 @@ class _Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 class JobsQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Jobs, newest first, that match every filter given: a state, an account (or one below
     it), who submitted it, the job array it is a task of. The tasks of an array come newest
-    first by index. ``before`` and ``before_index``: only jobs submitted before this
-    sequence, or at it with a lower index (the ``next_before`` and ``next_before_index`` of
-    the previous page)."""
+    first by index. ``before``, ``before_index`` and ``before_id``: only jobs submitted
+    before this sequence, or at it with a lower index, or with the same and a lower id (the
+    ``next_before``, ``next_before_index`` and ``next_before_id`` of the previous page:
+    the jobs of one batch share a sequence and an index, docs/adr/0036)."""
 
     states: Annotated[list[JobState], msgspec.Meta(max_length=MAX_FILTERS)] = []
     accounts: Annotated[list[Account], msgspec.Meta(max_length=MAX_FILTERS)] = []
@@ -63,6 +64,7 @@ class JobsQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
     limit: Rows = 100
     before: Annotated[int, msgspec.Meta(ge=1)] | None = None
     before_index: Annotated[int, msgspec.Meta(ge=0)] = 0
+    before_id: Annotated[str, msgspec.Meta(max_length=MAX_ID)] = ""
 
 
 class JobQuery(_Query, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -110,6 +112,7 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True):
     more: bool = False
     next_before: int | None = None  # jobs: where the next page begins
     next_before_index: int = 0
+    next_before_id: str = ""
     total: int | None = None  # queue: how many wait in all
     # Events of the log the fold refused: no error of the query, but an operator should know.
     ignored_count: int = 0

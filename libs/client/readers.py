@@ -85,12 +85,12 @@ async def jobs_matching(
     wanted = None if args.all else args.limit
     found: list[dict[str, Any]] = []
     before: int | None = None
-    before_index = 0
+    before_index, before_id = 0, ""
     while True:
         page = MAX_ROWS if wanted is None else min(MAX_ROWS, wanted - len(found))
         query = JobsQuery(states=args.state, accounts=args.account, users=args.user,
                           array=array, limit=page, before=before,
-                          before_index=before_index)  # fmt: skip
+                          before_index=before_index, before_id=before_id)  # fmt: skip
         answer = await ask(client, JOBS, query)
         if answer is None:
             return None, False
@@ -98,6 +98,7 @@ async def jobs_matching(
             report_ignored(answer)  # once, with the first page
         found += answer.data
         before, before_index = answer.next_before, answer.next_before_index
+        before_id = answer.next_before_id
         if not answer.more or before is None or (wanted is not None and len(found) >= wanted):
             return found, answer.more
 

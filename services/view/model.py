@@ -14,7 +14,7 @@ latest; no query waits for them.
 import bisect
 import heapq
 import itertools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -24,7 +24,7 @@ from allot.core import DEFAULT_POLICY, JobRecord, Policy, State
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import fates
 from allot.core.fold import LogRecord
-from allot.core.model import ArrayRecord, JobStatus, QueueEntry
+from allot.core.model import ArrayRecord, JobStatus, QueueEntry, queue_entry
 from allot.core.owed import owed_and_delivered
 from allot.core.replay import adopted_policy
 from allot.core.trail import Step, Trails
@@ -167,13 +167,17 @@ class ReadModel:
         return Answer(seq=state.seq, data=data, more=more,
                       next_before=last.submitted_seq if last else None,
                       next_before_index=last.array_index if last else 0,
+                      next_before_id=last.job_id if last else "",
                       ignored_count=state.ignored_count, ignored=ignored)  # fmt: skip
 
     def _newest_first(self, query: JobsQuery) -> Iterator[JobRecord]:
         """Jobs newest first, from ``query.before``; only the waiting ones where only they
         are asked for (they are indexed), so a page costs about its own length."""
         jobs = self.state.jobs
-        before = None if query.before is None else (query.before, query.before_index)
+        before = None
+        if query.before is not None:
+            before = (query.before, query.before_index, query.before_id)
+        candidates: Iterator[JobRecord]
         if query.array is not None:
             array = self.state.arrays.get(query.array)
             candidates = (jobs[i] for i in reversed(array.tasks if array else []))
@@ -189,12 +193,10 @@ class ReadModel:
             ]
             return (jobs[job_id] for _, _, job_id in heapq.merge(*tails, reverse=True))
         else:
-            candidates = (jobs[i] for i in reversed(jobs))
+            candidates = _last_first(jobs[i] for i in reversed(jobs))
         if before is None:
             return candidates
-        return itertools.dropwhile(
-            lambda job: (job.submitted_seq, job.array_index) >= before, candidates
-        )
+        return itertools.dropwhile(lambda job: queue_entry(job) >= before, candidates)
 
     def job(self, query: JobQuery) -> Answer:
         array = self.state.arrays.get(query.job_id)
@@ -324,22 +326,34 @@ def _shown(steps: list[Step]) -> list[Step]:
     return [steps[0], gap, *steps[kept:]]
 
 
-def _backwards(entries: list[QueueEntry], before: tuple[int, int] | None) -> Iterator[QueueEntry]:
-    """A queue's entries before ``before`` (submission seq, index in its array), last
+def _last_first(newest_first: Iterable[JobRecord]) -> Iterator[JobRecord]:
+    """Jobs, given newest submission first, in the order of their queue entries (submission
+    seq, index in its array, id), last first: those of one batch are sorted among
+    themselves, since the log's order of them is no order anyone observed."""
+    for _, submitted_together in itertools.groupby(newest_first, key=_submitted_seq):
+        yield from sorted(submitted_together, key=queue_entry, reverse=True)
+
+
+def _submitted_seq(job: JobRecord) -> int:
+    return job.submitted_seq
+
+
+def _backwards(entries: list[QueueEntry], before: QueueEntry | None) -> Iterator[QueueEntry]:
+    """A queue's entries before ``before`` (submission seq, index in its array, id), last
     first."""
-    end = len(entries) if before is None else bisect.bisect_left(entries, (*before, ""))
+    end = len(entries) if before is None else bisect.bisect_left(entries, before)
     return (entries[n] for n in range(end - 1, -1, -1))
 
 
 def _held_backwards(
-    state: State, array: ArrayRecord, before: tuple[int, int] | None
+    state: State, array: ArrayRecord, before: QueueEntry | None
 ) -> Iterator[QueueEntry]:
     """An array's tasks held for its limit, as queue entries before ``before``, last first."""
     jobs, tasks = state.jobs, array.tasks
     for n in range(len(tasks) - 1, array.released - 1, -1):
         job = jobs[tasks[n]]
-        entry = (job.submitted_seq, job.array_index, job.job_id)
-        if job.array_held and (before is None or entry[:2] < before):
+        entry = queue_entry(job)
+        if job.array_held and (before is None or entry < before):
             yield entry
 
 

@@ -248,7 +248,8 @@ def test_the_jobs_api_pages_inside_an_array_and_shows_an_array_at_a_glance(
         seen += [job["job_id"] for job in page["data"]]
         if not page["more"]:
             break
-        cursor = {"before": page["next_before"], "before_index": page["next_before_index"]}
+        cursor = {"before": page["next_before"], "before_index": page["next_before_index"],
+                  "before_id": page["next_before_id"]}  # fmt: skip
     assert seen == ["a_5", "a_4", "a_3", "a_2", "a_1", "a_0", "p"]
     tasks = client.get("/api/jobs", params={"array": "a"}).json()["data"]
     assert [job["array_index"] for job in tasks] == [5, 4, 3, 2, 1, 0]

@@ -7,7 +7,14 @@ import random
 from allot.bus.codec import encode
 from allot.bus.eventlog import make_record
 from allot.core.arrays import parse
-from allot.proto.events import ArraySubmitted, Event, JobCancelRequested
+from allot.proto.events import (
+    ArraySubmitted,
+    Event,
+    JobCancelRequested,
+    JobsSubmitted,
+    JobSubmitted,
+    Submission,
+)
 from allot.proto.queries import ExplainQuery, JobsQuery
 from allot.proto.subjects import subject_for
 from allot.services.view.model import ReadModel
@@ -30,30 +37,44 @@ def array(array_id: str, text: str) -> ArraySubmitted:
 def ids(model: ReadModel, limit: int, **filters: object) -> list[str]:
     """Every job the filters ask for, page by page as a client reads them."""
     found: list[str] = []
-    before, before_index = None, 0
+    before, before_index, before_id = None, 0, ""
     while True:
-        answer = model.jobs(
-            JobsQuery(limit=limit, before=before, before_index=before_index, **filters)  # type: ignore[arg-type]
-        )
+        cursor = {"before": before, "before_index": before_index, "before_id": before_id}
+        answer = model.jobs(JobsQuery(limit=limit, **cursor, **filters))  # type: ignore[arg-type]
         found += [job["job_id"] for job in answer.data]
         if not answer.more:
             return found
         before, before_index = answer.next_before, answer.next_before_index
+        before_id = answer.next_before_id
 
 
-def test_pages_cut_inside_arrays_go_on_where_they_stopped() -> None:
-    for seed in range(60):
+def test_pages_cut_inside_arrays_and_batches_go_on_where_they_stopped() -> None:
+    for seed in range(80):
         rnd = random.Random(seed)
         events: list[Event] = [b.node("n1", 2)]
-        for n in range(rnd.randint(1, 6)):
+        together: list[JobSubmitted] = []  # submissions appended together (docs/adr/0036)
+        for n in range(rnd.randint(1, 8)):
             if rnd.random() < 0.5:
-                events.append(b.submitted(f"j{n}"))
+                submitted: JobSubmitted = b.submitted(f"j{rnd.randint(0, 99)}-{n}")
             else:
                 cap = f"%{rnd.randint(1, 3)}" if rnd.random() < 0.5 else ""
-                events.append(array(f"a{n}", f"0-{rnd.randint(0, 12)}{cap}"))
+                submitted = array(f"a{n}", f"0-{rnd.randint(0, 12)}{cap}")
+            (together if rnd.random() < 0.5 else events).append(submitted)
+            if together and rnd.random() < 0.3:
+                entries = [Submission(event=e) for e in together]
+                events.append(JobsSubmitted(meta=b.meta(), jobs=entries))
+                together = []
+        if together:
+            events.append(
+                JobsSubmitted(meta=b.meta(), jobs=[Submission(event=e) for e in together])
+            )
         model = model_of(*events)
         for filters in ({}, {"states": ["pending"]}, {"states": ["pending", "running"]}):
             whole = ids(model, 5000, **filters)
+            assert len(set(whole)) == len(whole) == sum(
+                1 for job in model.state.jobs.values()
+                if not filters or str(job.status) in filters["states"]
+            )  # fmt: skip
             for limit in (1, 2, 3, 7):
                 assert ids(model, limit, **filters) == whole, (seed, filters, limit)
 
