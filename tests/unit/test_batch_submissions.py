@@ -14,6 +14,7 @@ from allot.client.jobtrace import job_trace
 from allot.client.logfile import Line
 from allot.core import State, apply, apply_record
 from allot.core.arrays import parse
+from allot.core.planning.memo import Ends
 from allot.core.trail import trail
 from allot.proto.events import ArraySubmitted, Event, JobsSubmitted, JobSubmitted, Submission
 from allot.proto.subjects import subject_for
@@ -163,3 +164,18 @@ def test_the_simulator_reads_jobs_submitted_in_a_batch_from_an_exported_log(
     path.write_bytes(b"\n".join(lines) + b"\n")
     ran = [(job.job_id, job.submit_s, job.duration_s) for job in read_allot_log(path)]
     assert ran == [("j0", 0.0, 3.0), ("j1", 0.0, 3.0), ("j2", 0.0, 3.0)]
+
+
+def test_the_planner_s_kept_ends_tell_apart_jobs_of_one_batch_that_end_together() -> None:
+    """Two jobs of one batch, started together with one runtime, end at the same moment
+    and share a submission: when one of them ends, the other's GPUs stay listed."""
+    jobs = [b.submitted(f"j{n}", 1, max_runtime_ns=3600 * S) for n in range(2)]
+    state = b.fold(b.node("n1", 2), batch(*jobs), b.plan(("j0", "n1", [0]), ("j1", "n1", [1])))
+    for seq, event in enumerate([b.started("j0", "n1", [0]), b.started("j1", "n1", [1])], 4):
+        apply(state, seq, event)
+    kept = Ends().update(state, list(state.holders))
+    assert [gpus for _, gpus in kept.released] == [{"n1": [0]}, {"n1": [1]}]
+    apply(state, 6, b.exited("j0", "n1"))
+    kept.update(state, ["j0"])
+    assert kept.released == Ends().update(state, list(state.holders)).released
+    assert [gpus for _, gpus in kept.released] == [{"n1": [1]}]

@@ -11,7 +11,7 @@ import bisect
 from collections.abc import Callable, Iterable
 
 from allot.core.fairshare import StandingsMemo
-from allot.core.model import FeedReader, JobStatus, State
+from allot.core.model import FeedReader, JobStatus, QueueEntry, State, queue_entry
 from allot.core.placement import Capacity, Schedulable, schedulable
 from allot.core.preemption import StoppableMemo
 from allot.core.quota import QuotaFrame
@@ -21,6 +21,8 @@ from allot.proto.events import Placement
 Reserved = tuple[int, list[Placement]] | None
 # When GPUs held now come free: (the time, GPUs by node), soonest first.
 Releases = list[tuple[int, dict[str, list[int]]]]
+# Where a release comes among those at the same time: the holder's queue entry.
+ReleaseKey = tuple[int, QueueEntry]
 
 
 class PlanMemo:
@@ -122,17 +124,17 @@ class Holders:
 
 class Ends:
     """When the jobs holding GPUs end by their declared runtimes: ``listed`` as (the end, or
-    None for a job admitted but not started, its runtime, its submission's sequence, its
-    GPUs by node), and ``released`` as a cycle uses them when none has ended in the past
-    (soonest first, ties by submission: never by name, which would decide which GPUs a
-    reservation finds first). Kept up to date job by job (``update``), not worked out
-    again."""
+    None for a job admitted but not started, its runtime, its queue entry, its GPUs by
+    node), and ``released`` as a cycle uses them when none has ended in the past (soonest
+    first, ties by queue entry: submission, index in its array, and only then id, for the
+    jobs of one batch, docs/adr/0036). Kept up to date job by job (``update``), not worked
+    out again."""
 
     def __init__(self) -> None:
-        # Job id -> its end (None: not started), runtime, submission sequence, GPUs by node.
-        self._entries: dict[str, tuple[int | None, int, int, dict[str, list[int]]]] = {}
-        # (end, submission sequence) of the started: released's order
-        self.order: list[tuple[int, int]] = []
+        # Job id -> its end (None: not started), runtime, queue entry, GPUs by node.
+        self._entries: dict[str, tuple[int | None, int, QueueEntry, dict[str, list[int]]]] = {}
+        # (end, queue entry) of the started: released's order
+        self.order: list[ReleaseKey] = []
         self.released: Releases = []
         self._unstarted = 0
 
@@ -151,18 +153,18 @@ class Ends:
                 continue
             started = job.started_at if job.status == JobStatus.RUNNING else None
             end = None if started is None else started + runtime
-            seq = job.submitted_seq
-            self._entries[job_id] = (end, runtime, seq, job.placements)
+            entry = queue_entry(job)
+            self._entries[job_id] = (end, runtime, entry, job.placements)
             if end is None:
                 self._unstarted += 1
             else:
-                at = bisect.bisect_left(self.order, (end, seq))
-                self.order.insert(at, (end, seq))
+                at = bisect.bisect_left(self.order, (end, entry))
+                self.order.insert(at, (end, entry))
                 self.released.insert(at, (end, job.placements))
         return self
 
     @property
-    def listed(self) -> list[tuple[int | None, int, int, dict[str, list[int]]]]:
+    def listed(self) -> list[tuple[int | None, int, QueueEntry, dict[str, list[int]]]]:
         return list(self._entries.values())
 
     def timeless(self, now: int) -> bool:

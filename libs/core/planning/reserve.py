@@ -5,10 +5,10 @@ of them free now are set aside: later jobs start on them only when their own
 
 import bisect
 
-from allot.core.model import JobRecord
+from allot.core.model import JobRecord, QueueEntry, queue_entry
 from allot.core.placement import Capacity
 from allot.core.planning.cycle import Cycle, JobShape, Reservation, shape_of
-from allot.core.planning.memo import Releases, Reserved
+from allot.core.planning.memo import ReleaseKey, Releases, Reserved
 from allot.proto.events import Placement
 
 RESERVATION_TRIES = 3  # each copies the free GPUs once: a few milliseconds on 1,000 nodes
@@ -113,9 +113,13 @@ def _find_reservation(
     return None
 
 
+def _release_key(listed: tuple[int, QueueEntry, dict[str, list[int]]]) -> ReleaseKey:
+    return listed[0], listed[1]
+
+
 def _releases(cycle: Cycle) -> Releases:
-    """When GPUs held now come free, by declared runtimes, soonest first (ties by
-    submission)."""
+    """When GPUs held now come free, by declared runtimes, soonest first (ties by queue
+    entry)."""
     if cycle.releases[0] == len(cycle.admitted):  # nothing admitted since: the same
         return cycle.releases[1]
     ends, now = cycle.holders.ends, cycle.now
@@ -126,19 +130,20 @@ def _releases(cycle: Cycle) -> Releases:
         order, released = list(ends.order), list(ends.released)
         for admitted in timed:
             end = now + (admitted.job.spec.max_runtime_ns or 0)
-            at = bisect.bisect(order, (end, admitted.job.submitted_seq))
-            order.insert(at, (end, admitted.job.submitted_seq))
+            key = (end, queue_entry(admitted.job))
+            at = bisect.bisect(order, key)
+            order.insert(at, key)
             released.insert(at, (end, {p.node_id: p.gpus for p in admitted.placements}))
     else:
         listed = [
-            (max(now, end if end is not None else now + runtime), seq, placed)
-            for end, runtime, seq, placed in ends.listed
+            (max(now, end if end is not None else now + runtime), entry, placed)
+            for end, runtime, entry, placed in ends.listed
         ]
         for admitted in timed:
             end = now + (admitted.job.spec.max_runtime_ns or 0)
             placed = {p.node_id: p.gpus for p in admitted.placements}
-            listed.append((end, admitted.job.submitted_seq, placed))
-        released = [(end, placed) for end, _, placed in sorted(listed, key=lambda e: e[:2])]
+            listed.append((end, queue_entry(admitted.job), placed))
+        released = [(end, placed) for end, _, placed in sorted(listed, key=_release_key)]
     cycle.releases_timed = released is not ends.released
     cycle.releases = (len(cycle.admitted), released)
     return released
