@@ -97,6 +97,7 @@ class Intake:
         self.appender = GroupCommit(events, self.clock)
         # Job (or array) id -> what is being appended or was, not yet folded, and where.
         self._appending: dict[str, tuple[Submitted, asyncio.Future[Appended]]] = {}
+        self._unsure: set[str] = set()  # job ids whose append failed: stored or not?
         self._folded = Folded(self.state)
 
     async def run(self) -> None:
@@ -113,6 +114,7 @@ class Intake:
         jobs, arrays = self.state.jobs, self.state.arrays
         for job_id in [j for j in self._appending if j in jobs or j in arrays]:
             del self._appending[job_id]  # folded: the idempotency index has it now
+        self._unsure = {j for j in self._unsure if j not in jobs and j not in arrays}
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
         await self.commands.serve(self.events.nc, self.state.seq)
@@ -131,6 +133,12 @@ class Intake:
             return SubmitReply(job_id=known, duplicate=True)
         spec, key = request.spec, request.idempotency_key
         job_id = job_id_for(sender.principal, spec.account, key)
+        if job_id in self._unsure:  # its append failed, maybe only to be acknowledged
+            self._unsure.discard(job_id)
+            await self._caught_up()  # if it was stored, the log has it now
+            known, _ = known_submission(request, sender.principal, self.state)
+            if known is not None:
+                return SubmitReply(job_id=known, duplicate=True)
         trace.get_current_span().set_attributes(spec_attributes(job_id, spec))
         submitted = (spec, request.array)
         appending = self._appending.get(job_id)
@@ -162,6 +170,9 @@ class Intake:
         except Exception as error:  # the client retries with the same key
             if self._appending.get(job_id, (None, None))[1] is stored:
                 del self._appending[job_id]
+                # Stored all the same, maybe, its acknowledgement lost: a batch has no
+                # message id of the job's for the stream to drop a retry by.
+                self._unsure.add(job_id)
             log.warning("append failed for %s: %s", job_id, error)
             return SubmitReply(errors=[not_stored(error)])
         duplicate = duplicate or appended.duplicate

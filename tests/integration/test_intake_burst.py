@@ -6,16 +6,20 @@ together."""
 
 import asyncio
 import collections
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 
+import pytest
 from opentelemetry import context, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from allot.bus import EmbeddedNats
-from allot.bus.eventlog import submitted_traces
+from allot.bus.eventlog import Appended, EventLog, Record, submitted_traces
 from allot.client import AsyncClient
 from allot.core import State, apply_record
 from allot.core.arrays import parse
-from allot.proto.events import ArraySubmitted, JobsSubmitted, submissions
+from allot.proto.events import ArraySubmitted, Event, JobsSubmitted, submissions
 from allot.services.intake.app import Intake
 from tests import builders as b
 
@@ -95,3 +99,52 @@ async def test_each_submission_appended_together_keeps_its_own_trace(
     }
     assert carried == sent
     assert any(isinstance(r.event, JobsSubmitted) for r in records)
+
+
+async def test_a_retry_after_an_acknowledgement_was_lost_is_the_same_job(
+    nats_server: EmbeddedNats, event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Submissions stored, but the intake never heard so (the acknowledgement timed out),
+    while the intake's reading of the log lags: their clients are told it was not stored
+    and retry with their keys (the client does), and each retry is answered with the job
+    that was stored, not appended again."""
+    store, follow = event_log.append, event_log.follow
+    lost: list[Event] = []
+    reading = asyncio.Event()
+    reading.set()
+
+    async def acknowledgement_lost(event: Event, **options: Any) -> Appended:
+        if not isinstance(event, JobsSubmitted) or lost:
+            return await store(event, **options)
+        lost.append(event)
+        reading.clear()  # the intake falls behind the log for a while
+        asyncio.get_running_loop().call_later(1.2, reading.set)
+        await store(event, **options)
+        raise TimeoutError("nats: timeout")
+
+    async def lagging(*args: Any, **options: Any) -> AsyncIterator[Record]:
+        async with contextlib.aclosing(follow(*args, **options)) as records:
+            async for record in records:
+                await reading.wait()
+                yield record
+
+    monkeypatch.setattr(event_log, "append", acknowledgement_lost)
+    monkeypatch.setattr(event_log, "follow", lagging)
+    await event_log.append(b.node("n1", 8))
+    intake = Intake(event_log)
+    running = asyncio.create_task(intake.run())
+    try:
+        async with await AsyncClient.connect(nats_server.url) as client:
+            await client.ready(timeout=10, services=("intake",))
+            sent = [client.submit(b.spec(), idempotency_key=f"k{n}") for n in range(IN_FLIGHT)]
+            replies = await asyncio.gather(*sent)
+            records = await client.events.read()
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    assert lost
+    logged = collections.Counter(e.job_id for r in records for e in submissions(r.event))
+    assert max(logged.values()) == 1
+    assert {reply.job_id for reply in replies} == set(logged)
+    retried = {e.job_id for e in submissions(lost[0])}
+    assert all(reply.duplicate for reply in replies if reply.job_id in retried)
