@@ -18,6 +18,8 @@ from allot.proto.commands import (
     FieldError,
     NodeCommandReply,
     NodeCommandRequest,
+    SubmitManyReply,
+    SubmitManyRequest,
     SubmitReply,
     SubmitRequest,
 )
@@ -181,6 +183,8 @@ __all__ = [
     "StopKind",
     "StopRequested",
     "Submission",
+    "SubmitManyReply",
+    "SubmitManyRequest",
     "SubmitReply",
     "SubmitRequest",
     "Tier",

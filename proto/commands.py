@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from allot.proto.events import ArrayTasks, JobSpec
-from allot.proto.limits import MAX_KEY, MAX_REASON, shown
+from allot.proto.limits import MAX_BATCH_JOBS, MAX_KEY, MAX_REASON, shown
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
     ADMIN,
@@ -20,6 +20,7 @@ from allot.proto.subjects import (
     CANCEL,
     NODE_COMMAND,
     SUBMIT,
+    SUBMIT_MANY,
 )
 
 Reason = Annotated[
@@ -194,6 +195,23 @@ class SubmitReply(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[FieldError] = []
 
 
+class SubmitManyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Several submissions in one request, each taken as if sent alone: what a client
+    sends for the submissions asked of it while its earlier requests are on their way."""
+
+    submissions: Annotated[
+        list[SubmitRequest], msgspec.Meta(min_length=1, max_length=MAX_BATCH_JOBS)
+    ]
+
+
+class SubmitManyReply(msgspec.Struct, frozen=True, kw_only=True):
+    """A reply for each submission, in the request's order; ``errors``: the request as a
+    whole was refused (it is no list of submissions), and none of them was taken."""
+
+    replies: list[SubmitReply] = []
+    errors: list[FieldError] = []
+
+
 class CancelRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     job_id: str  # or an array's id: every task of it that has not ended
     reason: Reason = ""
@@ -273,8 +291,14 @@ class Contract(msgspec.Struct, frozen=True):
 # sends ``submit`` and ``cancel`` also as ``admin.submit`` and ``admin.cancel``, for anyone.
 CONTRACTS: dict[str, Contract] = {
     SUBMIT: Contract(SubmitRequest, SubmitReply, "Submit a job to an account the sender may use"),
+    SUBMIT_MANY: Contract(
+        SubmitManyRequest, SubmitManyReply, "Submit several jobs, each as if alone"
+    ),
     CANCEL: Contract(CancelRequest, CancelReply, "Cancel a job the sender may cancel"),
     ADMIN + SUBMIT: Contract(SubmitRequest, SubmitReply, "Submit a job to any account (operators)"),
+    ADMIN + SUBMIT_MANY: Contract(
+        SubmitManyRequest, SubmitManyReply, "Submit several jobs to any accounts (operators)"
+    ),
     ADMIN + CANCEL: Contract(CancelRequest, CancelReply, "Cancel any job (operators)"),
     NODE_COMMAND: Contract(
         NodeCommandRequest, NodeCommandReply, "Cordon, drain or uncordon a node (operators)"

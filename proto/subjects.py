@@ -50,6 +50,7 @@ COMMANDS_PREFIX: Final = "allot.cmd"
 ADMIN: Final = "admin."  # an operator's commands: ``allot.cmd.<principal>.admin.<command>``
 # Commands, as they follow the principal in a subject.
 SUBMIT: Final = "submit"
+SUBMIT_MANY: Final = "submit_many"  # several submissions in one request
 CANCEL: Final = "cancel"
 NODE_COMMAND: Final = "admin.node"
 ACCOUNTS_APPLY: Final = "admin.accounts.apply"

@@ -54,6 +54,7 @@ from allot.proto.subjects import (
     STATS,
     STREAM,
     SUBMIT,
+    SUBMIT_MANY,
     SUBMITTED_TOGETHER,
     command,
     from_anyone,
@@ -133,7 +134,10 @@ AUTHORED = {
 }
 # The commands each service answers.
 ANSWERS = {
-    "intake": [SUBMIT, CANCEL, ADMIN + SUBMIT, ADMIN + CANCEL, NODE_COMMAND],
+    "intake": [
+        *(SUBMIT, SUBMIT_MANY, CANCEL),
+        *(ADMIN + SUBMIT, ADMIN + SUBMIT_MANY, ADMIN + CANCEL, NODE_COMMAND),
+    ],
     "ledger": [ACCOUNTS_APPLY, BUDGET_GRANT],
     "view": list(QUERIES),
 }
@@ -150,7 +154,8 @@ def permissions(identity: Identity) -> dict[str, Any]:
     if role == "mirror":
         publish = [f"$JS.API.STREAM.INFO.{MIRROR}", f"$JS.API.STREAM.CREATE.{MIRROR}"]
     if role in ("operator", "user"):
-        publish += [command(identity.name, SUBMIT), command(identity.name, CANCEL)]
+        publish += [command(identity.name, SUBMIT), command(identity.name, SUBMIT_MANY)]
+        publish.append(command(identity.name, CANCEL))
         publish.append(command(identity.name, f"{QUERY}>"))  # the read model's questions
         publish.append("allot.health.*")
         publish.append(f"{OUTPUT_PREFIX}.*.{identity.name}")  # a job's output, of any node

@@ -28,6 +28,7 @@ from allot.bus.identity import Identity, IdentityError, connect_options, load
 from allot.bus.permissions import ANSWERS
 from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
 from allot.bus.urls import redacted, servers
+from allot.client.together import Together
 from allot.core.model import JobRecord, JobStatus, State
 from allot.core.ranks import Process, process_of_worker
 from allot.core.validate import already_ended
@@ -41,6 +42,7 @@ from allot.proto.commands import (
     FieldError,
     NodeCommandReply,
     NodeCommandRequest,
+    SubmitManyReply,
     SubmitReply,
     SubmitRequest,
 )
@@ -57,6 +59,7 @@ from allot.proto.subjects import (
     NODE_COMMAND,
     READERS_API,
     SUBMIT,
+    SUBMIT_MANY,
     StreamSettings,
     command,
     health,
@@ -65,8 +68,17 @@ from allot.proto.subjects import (
 )
 
 R = TypeVar(
-    "R", SubmitReply, CancelReply, AccountsApplyReply, BudgetGrantReply, NodeCommandReply, Answer
+    "R",
+    SubmitReply,
+    SubmitManyReply,
+    CancelReply,
+    AccountsApplyReply,
+    BudgetGrantReply,
+    NodeCommandReply,
+    Answer,
 )
+SUBMIT_TIMEOUT_S = 5.0  # how long a submission waits for its answer, each time it is sent
+SUBMIT_ATTEMPTS = 5  # and how often it is sent: its idempotency key makes that safe
 
 
 class CommandError(Exception):
@@ -118,6 +130,7 @@ class AsyncClient:
         self.operator = operator
         # Subjects the server refused this connection, as its error callback hears them.
         self._denied = denied if denied is not None else {}
+        self._together = Together(self._submit_alone, self._submit_many)
 
     @classmethod
     async def connect(
@@ -189,10 +202,11 @@ class AsyncClient:
         *,
         idempotency_key: str | None = None,
         array: ArrayTasks | None = None,
-        timeout: float = 5.0,
-        attempts: int = 5,
+        timeout: float = SUBMIT_TIMEOUT_S,
+        attempts: int = SUBMIT_ATTEMPTS,
     ) -> SubmitReply:
-        """Submit a job, or with ``array`` a job array (the reply's id names the array)."""
+        """Submit a job, or with ``array`` a job array (the reply's id names the array).
+        Submissions made while earlier ones are on their way go in one request."""
         key = idempotency_key or uuid.uuid4().hex
         request = SubmitRequest(spec=spec, idempotency_key=key, array=array)
         payload = msgspec.json.encode(request)
@@ -201,12 +215,41 @@ class AsyncClient:
             "allot.account": spec.account, "allot.tier": spec.tier, "allot.gpus": spec.gpus
         }  # fmt: skip
         with traced.client_span("allot.submit", attributes) as span:
-            reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
+            told = (timeout, attempts) != (SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS)
+            if told or traced.carry({}):
+                # A trace travels in the request's headers, one per request: alone.
+                reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
+            else:  # with others asked for meanwhile, maybe
+                reply = await self._together.submit(payload)
             if span is not None and reply.job_id is not None:
                 span.set_attribute("allot.job.id", reply.job_id)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply
+
+    async def _submit_alone(self, payload: bytes) -> SubmitReply:
+        return await self._request(SUBMIT, payload, SubmitReply, SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS)
+
+    async def _submit_many(self, payloads: list[bytes]) -> list[SubmitReply]:
+        """Submissions in one request, each answered as if sent alone. Sent alone instead
+        where the request as a whole is refused (one of them is malformed: each is told
+        its own error) or the intake does not take such requests; one that the log could
+        not store is sent again, alone, as often as one sent alone would be."""
+        body = b'{"submissions":[' + b",".join(payloads) + b"]}"
+        try:
+            together = await self._request(
+                SUBMIT_MANY, body, SubmitManyReply, SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS
+            )
+        except NoAnswer as error:
+            if error.timeout is not None:  # nobody answered in time: neither would alone
+                raise
+            together = SubmitManyReply()  # an intake from before such requests
+        if together.errors or len(together.replies) != len(payloads):
+            return list(await asyncio.gather(*map(self._submit_alone, payloads)))
+        return [
+            await self._submit_alone(payload) if _retryable(reply.errors) else reply
+            for payload, reply in zip(payloads, together.replies, strict=True)
+        ]
 
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))

@@ -37,6 +37,8 @@ from allot.proto.commands import (
     FieldError,
     NodeCommandReply,
     NodeCommandRequest,
+    SubmitManyReply,
+    SubmitManyRequest,
     SubmitReply,
     SubmitRequest,
 )
@@ -51,7 +53,7 @@ from allot.proto.events import (
     NodeUncordoned,
 )
 from allot.proto.limits import MAX_REASON
-from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT
+from allot.proto.subjects import ADMIN, CANCEL, NODE_COMMAND, SUBMIT, SUBMIT_MANY
 from allot.services.commands import Commands, Lane
 from allot.services.intake.batching import GroupCommit
 from allot.services.replies import Sender, decode_request, not_stored
@@ -90,6 +92,8 @@ class Intake:
         submissions = Lane(at_once=MAX_IN_FLIGHT)
         for name in (SUBMIT, ADMIN + SUBMIT):
             self.commands.answer(name, self.submit, submissions)
+        for name in (SUBMIT_MANY, ADMIN + SUBMIT_MANY):
+            self.commands.answer(name, self.submit_many, submissions)
         control = Lane()  # cancels and node commands, one at a time
         for name in (CANCEL, ADMIN + CANCEL):
             self.commands.answer(name, self.cancel, control)
@@ -123,6 +127,18 @@ class Intake:
         request = decode_request(payload, SubmitRequest)
         if isinstance(request, FieldError):
             return SubmitReply(errors=[request])
+        return await self._submit(request, sender)
+
+    async def submit_many(self, payload: bytes, sender: Sender) -> SubmitManyReply:
+        """Each submission taken as if sent alone, all at once: arriving together, they
+        are appended together."""
+        request = decode_request(payload, SubmitManyRequest)
+        if isinstance(request, FieldError):
+            return SubmitManyReply(errors=[request])
+        taken = [self._submit(submission, sender) for submission in request.submissions]
+        return SubmitManyReply(replies=list(await asyncio.gather(*taken)))
+
+    async def _submit(self, request: SubmitRequest, sender: Sender) -> SubmitReply:
         errors = self._submission_problems(request, sender)
         if errors and await self._caught_up():
             errors = self._submission_problems(request, sender)

@@ -2,6 +2,7 @@
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -9,7 +10,12 @@ import pytest
 from allot.bus import EmbeddedNats, EventLog
 from allot.client import AsyncClient, CommandError
 from allot.core import apply_record
-from allot.proto.commands import NodeCommandRequest, SubmitRequest
+from allot.proto.commands import (
+    NodeCommandRequest,
+    SubmitManyReply,
+    SubmitManyRequest,
+    SubmitRequest,
+)
 from allot.proto.events import (
     AccountDefined,
     AccountSettings,
@@ -19,7 +25,7 @@ from allot.proto.events import (
     NodeCordoned,
 )
 from allot.proto.events import submissions as submitted
-from allot.proto.subjects import SUBMIT
+from allot.proto.subjects import SUBMIT, SUBMIT_MANY
 from allot.services.intake.app import Intake
 from allot.services.replies import Sender
 from tests import builders as b
@@ -228,3 +234,86 @@ async def test_now_without_drain_is_refused_by_name_and_appends_nothing(
     assert (error.field, error.value) == ("now", "true")
     assert "drain" in error.message
     assert await cordons(event_log) == []
+
+
+async def test_several_submissions_in_one_request_are_each_answered_as_if_alone(
+    client: AsyncClient, event_log: EventLog, intake: Intake
+) -> None:
+    await client.submit(spec(name="before"), idempotency_key="known")
+    await folded(intake)
+    sent = [
+        SubmitRequest(spec=spec(name="a"), idempotency_key="a"),
+        SubmitRequest(spec=spec(gpus=0), idempotency_key="zero"),  # refused alone
+        SubmitRequest(spec=spec(name="before"), idempotency_key="known"),  # submitted before
+        SubmitRequest(spec=spec(name="b"), idempotency_key="b"),
+        SubmitRequest(spec=spec(name="b"), idempotency_key="b"),  # the same, twice
+    ]
+    payload = msgspec.json.encode(SubmitManyRequest(submissions=sent))
+    msg = await client.events.nc.request(client.subject(SUBMIT_MANY), payload, timeout=5)
+    replies = msgspec.json.decode(msg.data, type=SubmitManyReply).replies
+    assert [bool(r.errors) for r in replies] == [False, True, False, False, False]
+    assert replies[1].errors[0].field == "gpus"
+    assert replies[2].duplicate
+    assert replies[3].job_id == replies[4].job_id
+    assert replies[4].duplicate
+    names = [e.spec.name for e in await submissions(event_log)]
+    assert sorted(names) == ["a", "b", "before"]
+    assert replies[0].seq == replies[3].seq  # appended together
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (b'{"submissions": []}', "submissions"),
+        (b'{"submissions": [{"spec": {"account": "a", "gpus": 1, "command": ["x"], "x": 1}}]}',
+         "submissions[0].spec.x"),
+        (b'{"jobs": []}', "jobs"),
+    ],
+)  # fmt: skip
+async def test_a_malformed_request_of_several_is_refused_whole_by_field(
+    client: AsyncClient, event_log: EventLog, payload: bytes, field: str
+) -> None:
+    before = await event_log.last_seq()
+    msg = await client.events.nc.request(client.subject(SUBMIT_MANY), payload, timeout=5)
+    reply = msgspec.json.decode(msg.data, type=SubmitManyReply)
+    assert [e.field for e in reply.errors] == [field]
+    assert reply.replies == []
+    assert await event_log.last_seq() == before
+
+
+async def test_submissions_asked_for_together_go_in_fewer_requests(
+    client: AsyncClient, event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    request = client._request
+
+    async def counted(name: str, *args: Any, **options: Any) -> Any:
+        sent.append(name)
+        return await request(name, *args, **options)
+
+    monkeypatch.setattr(client, "_request", counted)
+    replies = await asyncio.gather(*(client.submit(spec(name=f"n{n}")) for n in range(200)))
+    assert len({r.job_id for r in replies}) == 200
+    assert SUBMIT_MANY in sent
+    assert len(sent) < 200 / 4
+    assert sorted(e.spec.name for e in await submissions(event_log)) == sorted(
+        f"n{n}" for n in range(200)
+    )
+
+
+async def test_a_client_sends_alone_to_an_intake_that_takes_no_requests_of_several(
+    nats_server: EmbeddedNats, event_log: EventLog
+) -> None:
+    await event_log.append(b.node("n1", 8))
+    older = Intake(event_log)
+    del older.commands._handlers[SUBMIT_MANY]  # as an intake before such requests
+    running = asyncio.create_task(older.run())
+    try:
+        async with await AsyncClient.connect(nats_server.url) as c:
+            await c.ready(timeout=10, services=("intake",))
+            replies = await asyncio.gather(*(c.submit(spec(name=f"n{n}")) for n in range(20)))
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    assert len({r.job_id for r in replies}) == 20
+    assert len(await submissions(event_log)) == 20

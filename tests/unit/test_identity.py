@@ -40,6 +40,7 @@ def test_a_user_may_publish_only_its_own_commands_and_no_event(tmp_path: Path) -
     assert not [s for s in allowed if s.startswith("allot.evt")]
     assert [s for s in allowed if s.startswith("allot.cmd")] == [
         "allot.cmd.alice.submit",
+        "allot.cmd.alice.submit_many",
         "allot.cmd.alice.cancel",
         "allot.cmd.alice.query.>",  # questions to the read model, which change nothing
     ]
