@@ -31,7 +31,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from allot.bus import tracing
-from allot.proto.commands import CONTRACTS, Contract, FieldError
+from allot.proto.commands import CONTRACTS, Contract, FieldError, SubmitReply, SubmitRequest
 from allot.proto.events import JobSpec
 from allot.proto.queries import QUERIES
 from allot.proto.subjects import COMMANDS_PREFIX, from_anyone, health
@@ -178,6 +178,14 @@ class Commands:
                     self._count(name, reply)
 
     def _count(self, name: str, reply: msgspec.Struct) -> None:
+        entries: list[SubmitReply] = getattr(reply, "replies", [])
+        if entries:  # a request of several submissions: each counted as if sent alone
+            for entry in entries:
+                self._count_one(name, entry, SubmitRequest)
+        else:
+            self._count_one(name, reply, contract_of(name).request)
+
+    def _count_one(self, name: str, reply: msgspec.Struct, request: type[msgspec.Struct]) -> None:
         errors: list[FieldError] = getattr(reply, "errors", [])
         outcome = (
             "refused"
@@ -188,7 +196,7 @@ class Commands:
         )
         self.counts.add(REQUESTS, service=self.service, command=name, outcome=outcome)
         if errors:
-            field = refused_field(errors[0].field, contract_of(name).request)
+            field = refused_field(errors[0].field, request)
             self.counts.add(REFUSALS, service=self.service, command=name, field=field)
 
 

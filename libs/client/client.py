@@ -47,6 +47,7 @@ from allot.proto.commands import (
     SubmitRequest,
 )
 from allot.proto.events import ArrayTasks, JobSpec
+from allot.proto.limits import MAX_REQUEST_BYTES
 from allot.proto.output import DEFAULT_OUTPUT_BYTES, OutputReply, OutputRequest
 from allot.proto.queries import JOB, Answer, JobQuery
 from allot.proto.subjects import (
@@ -130,7 +131,10 @@ class AsyncClient:
         self.operator = operator
         # Subjects the server refused this connection, as its error callback hears them.
         self._denied = denied if denied is not None else {}
-        self._together = Together(self._submit_alone, self._submit_many)
+        self._together = Together(
+            self._submit_alone, self._submit_many, again=_sent_again, room=self._request_room
+        )
+        self._alone_only = False  # the intake takes no requests of several, or may not
 
     @classmethod
     async def connect(
@@ -216,7 +220,7 @@ class AsyncClient:
         }  # fmt: skip
         with traced.client_span("allot.submit", attributes) as span:
             told = (timeout, attempts) != (SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS)
-            if told or traced.carry({}):
+            if told or self._alone_only or traced.carry({}):
                 # A trace travels in the request's headers, one per request: alone.
                 reply = await self._request(SUBMIT, payload, SubmitReply, timeout, attempts)
             else:  # with others asked for meanwhile, maybe
@@ -230,11 +234,12 @@ class AsyncClient:
     async def _submit_alone(self, payload: bytes) -> SubmitReply:
         return await self._request(SUBMIT, payload, SubmitReply, SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS)
 
-    async def _submit_many(self, payloads: list[bytes]) -> list[SubmitReply]:
-        """Submissions in one request, each answered as if sent alone. Sent alone instead
-        where the request as a whole is refused (one of them is malformed: each is told
-        its own error) or the intake does not take such requests; one that the log could
-        not store is sent again, alone, as often as one sent alone would be."""
+    async def _submit_many(self, payloads: list[bytes]) -> list[SubmitReply] | None:
+        """Submissions in one request, each answered as if sent alone; None where they are
+        to be sent alone instead: the request as a whole was refused (one of them is
+        malformed, and each is to be told its own error), or is too large for this
+        server, or the intake takes no such requests, or this identity may not send them
+        (a server configured before there were any)."""
         body = b'{"submissions":[' + b",".join(payloads) + b"]}"
         try:
             together = await self._request(
@@ -243,13 +248,20 @@ class AsyncClient:
         except NoAnswer as error:
             if error.timeout is not None:  # nobody answered in time: neither would alone
                 raise
-            together = SubmitManyReply()  # an intake from before such requests
+            self._alone_only = True  # an intake from before such requests
+            return None
+        except CommandError:  # the server does not let this identity send them
+            self._alone_only = True
+            return None
+        except PayloadTooLarge:
+            return None
         if together.errors or len(together.replies) != len(payloads):
-            return list(await asyncio.gather(*map(self._submit_alone, payloads)))
-        return [
-            await self._submit_alone(payload) if _retryable(reply.errors) else reply
-            for payload, reply in zip(payloads, together.replies, strict=True)
-        ]
+            return None
+        return together.replies
+
+    def _request_room(self) -> int:
+        """The bytes a request may take: the intake's limit, or the server's if lower."""
+        return min(MAX_REQUEST_BYTES, self.events.nc.max_payload)
 
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
@@ -558,6 +570,12 @@ def _did_it(reply: CancelReply) -> CancelReply:
 
 def _retryable(errors: list[FieldError]) -> bool:
     return any(e.field == "log" for e in errors)
+
+
+def _sent_again(reply: SubmitReply) -> bool:
+    """Whether a submission answered in a request of several is to be sent again, alone:
+    the log could not store it for now, and one sent alone would be tried again."""
+    return _retryable(reply.errors)
 
 
 def _untrusted(url: str, error: ssl.SSLError, tls: ssl.SSLContext | None) -> str:

@@ -28,6 +28,7 @@ from allot.proto.events import submissions as submitted
 from allot.proto.subjects import SUBMIT, SUBMIT_MANY
 from allot.services.intake.app import Intake
 from allot.services.replies import Sender
+from allot.services.stats import REFUSALS, REQUESTS
 from tests import builders as b
 
 
@@ -259,6 +260,16 @@ async def test_several_submissions_in_one_request_are_each_answered_as_if_alone(
     names = [e.spec.name for e in await submissions(event_log)]
     assert sorted(names) == ["a", "b", "before"]
     assert replies[0].seq == replies[3].seq  # appended together
+    # Each counted as if sent alone: what the metrics say of refusals and duplicates.
+    counted = {
+        (name, dict(labels).get("outcome") or dict(labels).get("field")): value
+        for (name, labels), value in intake.commands.counts.counters.items()
+        if dict(labels).get("command", "").endswith(SUBMIT_MANY)
+    }
+    assert counted == {
+        (REQUESTS, "accepted"): 2, (REQUESTS, "duplicate"): 2, (REQUESTS, "refused"): 1,
+        (REFUSALS, "gpus"): 1,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(
