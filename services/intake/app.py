@@ -118,7 +118,8 @@ class Intake:
         jobs, arrays = self.state.jobs, self.state.arrays
         for job_id in [j for j in self._appending if j in jobs or j in arrays]:
             del self._appending[job_id]  # folded: the idempotency index has it now
-        self._unsure = {j for j in self._unsure if j not in jobs and j not in arrays}
+        if self._unsure:
+            self._unsure = {j for j in self._unsure if j not in jobs and j not in arrays}
         # Answer commands only once the log has been read, so idempotency keys and the
         # node inventory are known.
         await self.commands.serve(self.events.nc, self.state.seq)

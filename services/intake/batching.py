@@ -27,7 +27,7 @@ class GroupCommit:
     def __init__(self, events: EventLog, clock: Clock):
         self.events = events
         self.clock = clock
-        self.appends = 0  # events appended, for the tests and the benchmark
+        self.appends = 0  # events appended: how many submissions went together
         self._waiting: list[Waiting] = []
         self._storing: asyncio.Task[None] | None = None
 
