@@ -51,7 +51,7 @@ MAX_ARRAY_INDEX: Final = 9_999_999
 # Submissions intake appends as one event (docs/adr/0036): a handful of cycles' worth.
 MAX_BATCH_JOBS: Final = 1024
 
-_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_A_MARK = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 def shown(value: object, chars: int = SHOWN_CHARS) -> str:
@@ -65,14 +65,20 @@ def check_json(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH) -> None:
     deeper than ``max_depth``; cheap for the usual small, shallow message."""
     if len(data) > max_bytes:
         raise msgspec.DecodeError(f"{len(data)} bytes; at most {max_bytes} are accepted")
-    if data.count(b"[") + data.count(b"{") <= max_depth:
-        return  # too few brackets to nest that deep
     # Brackets inside strings do not nest: drop the escapes (an escaped backslash first, so
     # that ``\\"`` still ends a string), then every other run between quotes is a string.
-    # What is left of the rest is only the brackets. Each pass removes exactly the innermost
-    # pairs, so the passes needed are the nesting depth. All of it runs at C speed.
-    unescaped = bytes(data).replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = b"".join(unescaped.split(b'"')[0::2]).translate(None, _NOT_A_BRACKET)
+    # Only quotes and brackets matter after that. Each pass of the loop below removes
+    # exactly the innermost pairs, so the passes needed are the nesting depth. All of it
+    # runs at C speed, and most of it on what is left once the rest is deleted.
+    if b"\\" in data:
+        data = bytes(data).replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = bytes(data).translate(None, _NOT_A_MARK)
+    if marks.count(b"[") + marks.count(b"{") <= max_depth:
+        return  # too few brackets to nest that deep
+    # Dropping each pair of adjacent quotes (a string without brackets, or one string's end
+    # and the next one's start) keeps every bracket behind an odd or even number of quotes,
+    # so inside a string or not: what is left to split is the few strings holding brackets.
+    brackets = b"".join(marks.replace(b'""', b"").split(b'"')[0::2])
     for _ in range(max_depth):
         if not brackets:
             return
