@@ -4,6 +4,12 @@ was appended since the last one this planner folded (see docs/adr/0004). Events 
 kinds that arrive meanwhile do not void it: the plan names its ``basis_seq``, and the fold
 ignores, with a reason, any admission they made impossible.
 
+Every plan is folded by every service, so in a burst of submissions a plan per catch-up
+would cost them more than the submissions do. The planner therefore plans at most once per
+``min_interval`` seconds: when it catches up sooner after its last plan, it waits for the
+rest of the interval and plans on what the log holds by then, as ``sched_min_interval``
+paces Slurm's scheduler. A quiet log is planned at once.
+
 Plans also depend on time (aging, reservations, maximum-wait targets), so the planner plans
 again every ``tick`` seconds while the log is quiet; a job past its account's maximum wait
 gets one ``MaxWaitExceeded`` per attempt (its message id makes a repeat harmless)."""
@@ -12,6 +18,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import math
 import time
 from typing import get_args
 
@@ -45,6 +52,7 @@ FREEZE_EVERY = 1000  # plans
 # restart then folds at most about this many, about 2 s of reading (docs/adr/0024).
 SNAPSHOT_EVERY = 10_000
 SNAPSHOT_INTERVAL_S = 60.0
+MIN_INTERVAL_S = 0.02  # between two plans appended
 
 
 class Planner:
@@ -54,11 +62,14 @@ class Planner:
         policy: Policy = DEFAULT_POLICY,
         clock: Clock | None = None,
         tick_s: float = 5.0,
+        min_interval_s: float = MIN_INTERVAL_S,
         snapshot_every: int = SNAPSHOT_EVERY,
         snapshot_interval_s: float = SNAPSHOT_INTERVAL_S,
     ):
         self.events = events
         self.tick_s = tick_s
+        self.min_interval_s = min_interval_s
+        self._planned_at = -math.inf  # monotonic time of the last plan appended
         self.policy = policy
         self.policy_hash = policy_hash(policy)
         self.code_version = code_version()
@@ -92,9 +103,23 @@ class Planner:
         )
 
     async def plan_once(self) -> None:
+        if await self._paced():
+            return  # more came meanwhile: planned once it is folded
         await self._plan()
         await self._report_overdue()
         self.snapshots.maybe_write(self.state)  # caught up, and the plan appended
+
+    async def _paced(self) -> bool:
+        """Wait out the rest of the interval since the last plan; whether the log grew
+        meanwhile (its fold, which this wait held back, comes first: then a plan)."""
+        wait = self._planned_at + self.min_interval_s - self.clock.monotonic()
+        if wait <= 0:
+            return False
+        await asyncio.sleep(wait)
+        try:
+            return await self.events.last_seq() > self.state.seq
+        except Exception:  # the bus away: plan on what was folded
+            return False
 
     async def _report_overdue(self) -> None:
         for late in overdue(self.state, self.clock.now()):
@@ -154,6 +179,7 @@ class Planner:
             if cycle.is_recording():
                 self._record_decisions(event, appended.seq, began)
         self._own_plan_seq = appended.seq
+        self._planned_at = self.clock.monotonic()
         self.plans += 1
         if self.plans % FREEZE_EVERY == 1:
             # The folded state is long-lived: keep the collector from rescanning it on every
@@ -265,6 +291,13 @@ def arguments() -> argparse.ArgumentParser:
         "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"
     )
     parser.add_argument(
+        "--min-interval",
+        type=float,
+        default=MIN_INTERVAL_S,
+        help=f"seconds at least between two plans (default {MIN_INTERVAL_S:g}): in a burst, "
+        "fewer plans for every service to fold",
+    )
+    parser.add_argument(
         "--snapshot-every",
         type=int,
         default=SNAPSHOT_EVERY,
@@ -293,6 +326,7 @@ async def serve(args: argparse.Namespace, events: EventLog) -> None:
         events,
         policy,
         tick_s=args.tick,
+        min_interval_s=args.min_interval,
         snapshot_every=args.snapshot_every,
         snapshot_interval_s=args.snapshot_interval,
     )

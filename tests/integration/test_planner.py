@@ -62,6 +62,45 @@ async def test_two_racing_planners_never_admit_the_same_gpus(
     assert sum(len(n.allocated) for n in state.nodes.values()) == 16
 
 
+async def _stated(planner: Planner, job_ids: list[str]) -> None:
+    """Until the planner has folded a plan stating why each of ``job_ids`` waits."""
+    while not all(
+        (job := planner.state.jobs.get(j)) is not None and job.reason is not None
+        for j in job_ids
+    ):
+        await asyncio.sleep(0.01)
+
+
+async def test_a_burst_is_planned_once_an_interval_and_a_quiet_log_at_once(
+    event_log: EventLog,
+) -> None:
+    await event_log.append(b.node("n1", 1))
+    await event_log.append(b.submitted("holds", gpus=1))
+    interval = 0.5
+    planner = Planner(event_log, tick_s=60.0, )  # no tick to help
+    loop = asyncio.get_running_loop()
+    async with background(planner.run()), asyncio.timeout(30):
+        while planner.plans == 0:
+            await asyncio.sleep(0.01)
+        began = loop.time()
+        burst = [f"b{i}" for i in range(40)]
+        for job_id in burst:  # each appended alone, a catch-up and a plan due each time
+            await event_log.append(b.submitted(job_id, gpus=1))
+            await asyncio.sleep(0.01)
+        ended = loop.time()
+        await _stated(planner, burst)
+        stated_after = loop.time() - ended
+        plans_in_burst = planner.plans - 1
+        await asyncio.sleep(interval)  # quiet for an interval: the next is planned at once
+        appended = loop.time()
+        await event_log.append(b.submitted("alone", gpus=1))
+        await _stated(planner, ["alone"])
+        alone_after = loop.time() - appended
+    assert plans_in_burst <= (ended - began) / interval + 2
+    assert stated_after < interval + 1.0  # the burst's end waited out one interval, no tick
+    assert alone_after < interval
+
+
 class _Clock(Clock):
     """A wall clock that can be moved on: a job 'waits' an hour in no time."""
 
