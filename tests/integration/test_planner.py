@@ -77,7 +77,7 @@ async def test_a_burst_is_planned_once_an_interval_and_a_quiet_log_at_once(
     await event_log.append(b.node("n1", 1))
     await event_log.append(b.submitted("holds", gpus=1))
     interval = 0.5
-    planner = Planner(event_log, tick_s=60.0, )  # no tick to help
+    planner = Planner(event_log, tick_s=60.0, min_interval_s=interval)  # no tick to help
     loop = asyncio.get_running_loop()
     async with background(planner.run()), asyncio.timeout(30):
         while planner.plans == 0:
