@@ -16,8 +16,8 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import ssl
-import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 
 import msgspec
@@ -138,7 +138,7 @@ def submitted_traces(record: Record) -> Iterator[tuple[str, Mapping[str, str]]]:
 
 def new_meta(producer: str, at: int) -> Meta:
     """A fresh envelope. Ids are random; the producer's clock reading is passed in."""
-    return Meta(id=uuid.uuid4().hex, at=at, producer=producer)
+    return Meta(id=os.urandom(16).hex(), at=at, producer=producer)
 
 
 def encode_to_append(event: Event) -> bytes:

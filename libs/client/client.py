@@ -11,7 +11,6 @@ import getpass
 import os
 import re
 import ssl
-import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -211,7 +210,7 @@ class AsyncClient:
     ) -> SubmitReply:
         """Submit a job, or with ``array`` a job array (the reply's id names the array).
         Submissions made while earlier ones are on their way go in one request."""
-        key = idempotency_key or uuid.uuid4().hex
+        key = idempotency_key or os.urandom(16).hex()
         request = SubmitRequest(spec=spec, idempotency_key=key, array=array)
         payload = msgspec.json.encode(request)
         # The job's trace begins here (or in the caller's span, if there is one).

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import uuid
+import os
 
 import msgspec
 from opentelemetry import trace
@@ -75,7 +75,7 @@ CATCH_UP_S = 2.0  # how long a refused command waits for the log to be folded
 def job_id_for(principal: str, account: str, idempotency_key: str | None) -> str:
     """A random id, or with a key, the same id for every retry of the sender's submission."""
     if idempotency_key is None:
-        return "j-" + uuid.uuid4().hex[:16]
+        return "j-" + os.urandom(8).hex()
     named = f"{principal}\0{account}\0{idempotency_key}"
     return "j-" + hashlib.blake2b(named.encode(), digest_size=8).hexdigest()
 

@@ -65,8 +65,7 @@ async def test_two_racing_planners_never_admit_the_same_gpus(
 async def _stated(planner: Planner, job_ids: list[str]) -> None:
     """Until the planner has folded a plan stating why each of ``job_ids`` waits."""
     while not all(
-        (job := planner.state.jobs.get(j)) is not None and job.reason is not None
-        for j in job_ids
+        (job := planner.state.jobs.get(j)) is not None and job.reason is not None for j in job_ids
     ):
         await asyncio.sleep(0.01)
 
