@@ -22,7 +22,7 @@ from allot.bus.identity import IdentityError, load
 from allot.bus.tls import TlsError, from_environment
 from allot.bus.tracing import JobTraces
 from allot.bus.urls import redacted
-from allot.core import State, apply_record, refold
+from allot.core import State, apply_record, pass_over, refold
 from allot.proto.events import Event, JobEvent, JobSpec, Meta
 from allot.services import health
 from allot.services.snapshots import archived_base, cover_archived, start_from_snapshot
@@ -40,6 +40,7 @@ async def follow_state(
     note: Callable[[Record], None] | None = None,
     fold_record: Callable[[State, Record], None] | None = None,
     snapshot: bool = False,
+    reads: frozenset[str] | None = None,
 ) -> None:
     """Fold the log into ``state`` forever; call ``on_caught_up`` whenever everything
     written so far has been folded, so decisions never rest on a half-read log. What
@@ -53,7 +54,9 @@ async def follow_state(
     ``snapshot``, a ``state`` with nothing folded yet starts from the stored snapshot, if
     one can be trusted (``allot.services.snapshots``), and only the log after it is folded.
     Where the start of the log was archived, a state that does not reach what is left
-    starts from the state the archive left, or the service stops saying why."""
+    starts from the state the archive left, or the service stops saying why. With
+    ``reads``, only records of those event types are decoded and folded; the others are
+    passed over (``allot.core.pass_over``): for a service whose decisions read no more."""
     one_at_a_time = asyncio.Lock()
     first = True
     if snapshot and state.seq == 0:
@@ -86,9 +89,12 @@ async def follow_state(
     try:
         if await events.last_seq() <= state.seq:
             await caught_up()
-        async with contextlib.aclosing(events.follow(state.seq + 1)) as records:
+        async with contextlib.aclosing(events.follow(state.seq + 1, reads=reads)) as records:
             async for record in records:
-                (fold_record or fold)(state, record)
+                if reads is not None and record.type not in reads:
+                    pass_over(state, record)
+                else:
+                    (fold_record or fold)(state, record)
                 if note is not None:
                     note(record)
                 if state.refold_due:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import ssl
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Container, Iterator, Mapping
 
 import msgspec
 import nats
@@ -122,6 +122,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     # when following, those already delivered and waiting in the client, if more.
     backlog: int = 0
     data: bytes = b""  # the message as stored, for export
+
+
+NOT_READ = "not decoded: a type its reader does not read"
 
 
 def submitted_traces(record: Record) -> Iterator[tuple[str, Mapping[str, str]]]:
@@ -353,9 +356,10 @@ class EventLog:
         return records
 
     async def follow(
-        self, from_seq: int = 1, subject: str = ALL_EVENTS
+        self, from_seq: int = 1, subject: str = ALL_EVENTS, reads: Container[str] | None = None
     ) -> AsyncGenerator[Record, None]:
-        """Every record from ``from_seq`` on, in order, then new ones as they arrive.
+        """Every record from ``from_seq`` on, in order, then new ones as they arrive. With
+        ``reads``, records of other types come undecoded (``make_record``).
 
         After the connection came back, it subscribes again from the next record: the old
         ordered consumer would notice the loss only after missing several heartbeats,
@@ -368,7 +372,8 @@ class EventLog:
         log is longer than what it has read subscribes again too; so does one whose consumer
         was on a cluster's member that died (docs/adr/0023)."""
         if self.direct:
-            async with contextlib.aclosing(self._follow_direct(from_seq, subject)) as records:
+            direct = self._follow_direct(from_seq, subject, reads)
+            async with contextlib.aclosing(direct) as records:
                 async for record in records:
                     yield record
             return
@@ -401,7 +406,8 @@ class EventLog:
                     delivered += 1
                     # What was delivered but not yet handed out is backlog too: a caller
                     # that decides whenever the backlog is empty then folds all that first.
-                    record = to_record(msg, buffered=len(arrived.messages) + sub.pending_msgs)
+                    buffered = len(arrived.messages) + sub.pending_msgs
+                    record = to_record(msg, buffered, reads)
                     next_seq = record.seq + 1
                     yield record
             finally:
@@ -441,7 +447,9 @@ class EventLog:
                     raise
                 await asyncio.sleep(RECONNECT_CHECK_S)
 
-    async def _follow_direct(self, from_seq: int, subject: str) -> AsyncGenerator[Record, None]:
+    async def _follow_direct(
+        self, from_seq: int, subject: str, reads: Container[str] | None = None
+    ) -> AsyncGenerator[Record, None]:
         """``follow`` without a consumer: batches of direct gets from the next record on.
         With nothing new, it asks again after an eighth of the time the log has been
         quiet (within ``DIRECT_QUICK_S`` and ``DIRECT_IDLE_S``): news of a busy log comes
@@ -451,7 +459,7 @@ class EventLog:
         next_seq = max(1, from_seq)
         news_at = loop.time()
         while True:
-            batch = await self._direct_batch(next_seq, subject)
+            batch = await self._direct_batch(next_seq, subject, reads)
             stop_if_cancelled()
             for record in batch:
                 next_seq = record.seq + 1
@@ -462,7 +470,9 @@ class EventLog:
             quiet_s = loop.time() - news_at
             await asyncio.sleep(min(DIRECT_IDLE_S, max(DIRECT_QUICK_S, quiet_s / 8)))
 
-    async def _direct_batch(self, from_seq: int, subject: str) -> list[Record]:
+    async def _direct_batch(
+        self, from_seq: int, subject: str, reads: Container[str] | None = None
+    ) -> list[Record]:
         """The records from ``from_seq`` on that one direct get answers with (none: there
         are none yet, or the server is away for now)."""
         records: list[Record] = []
@@ -476,7 +486,7 @@ class EventLog:
                 if not ended.done():
                     ended.set_result(None)
             else:
-                records.append(_direct_record(msg.data, headers))
+                records.append(_direct_record(msg.data, headers, reads))
 
         inbox = self.nc.new_inbox()
         answers = await self.nc.subscribe(inbox, cb=on_answer)
@@ -615,14 +625,17 @@ def _quiet_callbacks() -> dict[str, Callable[..., Awaitable[None]]]:
     return {"error_cb": error, "disconnected_cb": disconnected, "reconnected_cb": reconnected}
 
 
-def _direct_record(data: bytes, headers: Mapping[str, str]) -> Record:
+def _direct_record(
+    data: bytes, headers: Mapping[str, str], reads: Container[str] | None = None
+) -> Record:
     """A record from a direct get's answer, whose headers say where in the log it is."""
     own = {k: v for k, v in headers.items() if isinstance(k, str) and k not in _DIRECT_HEADERS}
     seq, subject = int(headers["Nats-Sequence"]), headers["Nats-Subject"]
-    return make_record(seq, subject, data, own, int(headers.get("Nats-Num-Pending", 0)))
+    backlog = int(headers.get("Nats-Num-Pending", 0))
+    return make_record(seq, subject, data, own, backlog, reads)
 
 
-def to_record(msg: Msg, buffered: int = 0) -> Record:
+def to_record(msg: Msg, buffered: int = 0, reads: Container[str] | None = None) -> Record:
     """``buffered``: messages after this one already in the client, not yet handed out."""
     meta = msg.metadata
     headers = {k: v for k, v in (msg.headers or {}).items() if isinstance(v, str)}
@@ -630,14 +643,23 @@ def to_record(msg: Msg, buffered: int = 0) -> Record:
     # buffer holds what has come since. Each is a floor of what follows (they overlap), so
     # the larger is too, and it is 0 only when neither knows of more.
     backlog = max(meta.num_pending, buffered)
-    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, backlog)
+    return make_record(meta.sequence.stream, msg.subject, msg.data, headers, backlog, reads)
 
 
 def make_record(
-    seq: int, subject: str, data: bytes, headers: dict[str, str], backlog: int = 0
+    seq: int,
+    subject: str,
+    data: bytes,
+    headers: dict[str, str],
+    backlog: int = 0,
+    reads: Container[str] | None = None,
 ) -> Record:
-    """A record of the log, its event decoded (or why not), from wherever it was read."""
+    """A record of the log, its event decoded (or why not), from wherever it was read;
+    with ``reads``, only if its type is one of them (else ``error`` is ``NOT_READ``)."""
     type_name = subject.rsplit(".", 1)[-1]
+    if reads is not None and type_name not in reads:
+        return Record(seq=seq, subject=subject, type=type_name, event=None, error=NOT_READ,
+                      headers=headers, backlog=backlog, data=data)  # fmt: skip
     try:
         event: Event | None = decode(data)
         error = ""

@@ -20,7 +20,7 @@ suite checks against both (tests/contract).
   is left begins. Sequences are never reused.
 """
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Container, Mapping
 from typing import Protocol
 
 from allot.bus.eventlog import Appended, Record
@@ -58,8 +58,12 @@ class Log(Protocol):
         """Records ``from_seq..to_seq`` (inclusive; default: up to the current end)."""
         ...
 
-    def follow(self, from_seq: int = 1, subject: str = ALL_EVENTS) -> AsyncGenerator[Record, None]:
-        """Every record under ``subject`` from ``from_seq`` on, then new ones as they come."""
+    def follow(
+        self, from_seq: int = 1, subject: str = ALL_EVENTS, reads: Container[str] | None = None
+    ) -> AsyncGenerator[Record, None]:
+        """Every record under ``subject`` from ``from_seq`` on, then new ones as they come;
+        with ``reads``, those of other types need not be decoded (the caller passes them
+        over: ``allot.core.pass_over``)."""
         ...
 
     async def close(self) -> None: ...

@@ -9,7 +9,7 @@ loop and no threads: an append is one step, as nothing in it awaits.
 """
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Container, Mapping
 
 import msgspec
 
@@ -100,8 +100,9 @@ class MemoryEventLog(Log):  # a subclass, so that the type checker holds it to t
         return [_backlog(record, self._last - record.seq) for record in chosen]
 
     async def follow(
-        self, from_seq: int = 1, subject: str = ALL_EVENTS
+        self, from_seq: int = 1, subject: str = ALL_EVENTS, reads: Container[str] | None = None
     ) -> AsyncGenerator[Record, None]:
+        # ``reads`` saves nothing here: a record was decoded once, as it was appended.
         next_seq = max(1, from_seq)
         while True:
             stop_if_cancelled()  # as over NATS (its docstring)

@@ -30,6 +30,7 @@ from allot.proto.queries import JOB, JobQuery
 
 _SUBMISSIONS = {"JobSubmitted", "JobsSubmitted"}  # the record types a burst appends
 
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]

@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from allot.core.fold import apply, apply_record, refold
+    from allot.core.fold import apply, apply_record, pass_over, refold
     from allot.core.liveness import Hearing, Silence, judge_silence
     from allot.core.model import IgnoredEvent, JobRecord, JobStatus, NodeRecord, State
     from allot.core.planning import DEFAULT_POLICY, Plan, PlanMemo, Policy, plan, policy_hash, queue
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
 
 _NAMES = {
-    "allot.core.fold": ("apply", "apply_record", "refold"),
+    "allot.core.fold": ("apply", "apply_record", "pass_over", "refold"),
     "allot.core.liveness": ("Hearing", "Silence", "judge_silence"),
     "allot.core.model": ("IgnoredEvent", "JobRecord", "JobStatus", "NodeRecord", "State"),
     "allot.core.planning": (
@@ -57,6 +57,7 @@ __all__ = [
     "judge_silence",
     "key_reused",
     "known_submission",
+    "pass_over",
     "plan",
     "policy_hash",
     "queue",

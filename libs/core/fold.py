@@ -141,6 +141,17 @@ def apply_record(state: State, record: LogRecord, log: Iterable[LogRecord] | Non
     return state
 
 
+def pass_over(state: State, record: LogRecord) -> State:
+    """Take a record's place in the log without folding it: for a service whose decisions
+    read none of its type (telemetry reads only nodes), so that its state is caught up at
+    the same sequence as everyone's without the cost of what it would never look at."""
+    if record.seq > state.seq:
+        if record.type == _tag_of(PlanComputed):
+            state.last_plan_seq = record.seq  # as a fold would have kept it
+        state.seq = record.seq
+    return state
+
+
 def _tag(event: Event) -> str:
     return _tag_of(type(event))
 

@@ -22,7 +22,15 @@ from nats.aio.msg import Msg
 from allot.bus.eventlog import EventLog
 from allot.core import Hearing, Silence, State, gpuhealth, judge_silence
 from allot.proto import msgids
-from allot.proto.events import Event, NodeCordoned, NodeHealthChanged, NodeLost
+from allot.proto.events import (
+    EVENT_BY_TAG,
+    Event,
+    EventQuarantined,
+    NodeCordoned,
+    NodeEvent,
+    NodeHealthChanged,
+    NodeLost,
+)
 from allot.proto.subjects import HEARTBEATS
 from allot.proto.telemetry import GpuFault, decode_heartbeat
 from allot.services.runtime import Clock, follow_state, stamp
@@ -30,6 +38,11 @@ from allot.services.stats import HEARTBEATS_REFUSED, Counts
 
 log = logging.getLogger("allot.telemetry")
 HEALTH_EVERY_S = 1.0
+# What its decisions read: the nodes, and the quarantines that take a node's event back.
+# Submissions and plans, nearly all of a busy log, are passed over undecoded.
+READS = frozenset(
+    tag for tag, kind in EVENT_BY_TAG.items() if issubclass(kind, NodeEvent | EventQuarantined)
+)
 
 
 class Telemetry:
@@ -58,7 +71,9 @@ class Telemetry:
     async def run(self) -> None:
         await self.events.nc.subscribe(HEARTBEATS, cb=self._on_heartbeat)
         await asyncio.gather(
-            follow_state(self.events, self.state, self._note_registrations, snapshot=True),
+            follow_state(
+                self.events, self.state, self._note_registrations, snapshot=True, reads=READS
+            ),
             self._watch(),
             self._judge_health(),
             self.counts.send_every(self.events.nc),

@@ -3,6 +3,7 @@ reading and following in order, raw appends and purges, as every kind of log kee
 
 import asyncio
 import contextlib
+from typing import cast
 
 import pytest
 from opentelemetry import trace
@@ -10,11 +11,15 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from allot.bus import Appended, Conflict, EventTooLarge, Log, Record, encode, tracing
+from allot.bus import Appended, Conflict, EventLog, EventTooLarge, Log, Record, encode, tracing
+from allot.core import State, apply_record
 from allot.proto.events import JobSubmitted
 from allot.proto.limits import MAX_EVENT_BYTES
 from allot.proto.subjects import StreamSettings
+from allot.services.runtime import follow_state
+from allot.services.telemetry.app import READS
 from tests import builders as b
+from tests.aio import background
 
 
 def seqs(records: list[Record]) -> list[int]:
@@ -346,3 +351,34 @@ async def test_a_follower_stops_when_its_task_lost_a_cancellation_elsewhere(log:
     reader.cancel()
     done, _ = await asyncio.wait([reader], timeout=5)
     assert done, "the follower went on waiting after its task was asked to stop"
+
+
+async def test_a_follower_that_reads_only_node_events_passes_the_rest_over(log: Log) -> None:
+    # What telemetry follows the log by: its state is caught up where everyone's is, with
+    # the nodes as a whole fold has them and nothing else decoded, not even what is broken.
+    await log.append(b.submitted("j1"))
+    await log.append(b.node("n1", 8))
+    broken = b'{"type":"JobSubmitted","meta":7}'
+    await log.append_raw("allot.evt.job.j2.JobSubmitted", broken, {}, expected_last_seq=2)
+    planned = await log.append(b.plan(("j1", "n1", [0])))
+    await log.append(b.node("n2", 4))
+    state, caught_up_at = State(), []
+
+    async def on_caught_up() -> None:
+        caught_up_at.append(state.seq)
+
+    events = cast(EventLog, log)  # either kind keeps the contract follow_state reads by
+    async with background(follow_state(events, state, on_caught_up, reads=READS)):
+        async with asyncio.timeout(10):
+            while 5 not in caught_up_at:
+                await asyncio.sleep(0.01)
+    whole = State()
+    for record in await log.read():
+        apply_record(whole, record)
+    assert sorted(state.nodes) == sorted(whole.nodes) == ["n1", "n2"]
+    assert state.nodes["n1"].gpus == whole.nodes["n1"].gpus
+    assert (state.seq, state.last_plan_seq) == (whole.seq, whole.last_plan_seq) == (5, planned.seq)
+    assert state.jobs == {}
+    assert "j1" in whole.jobs
+    assert state.ignored == []
+    assert [i.seq for i in whole.ignored] == [3]
