@@ -185,7 +185,8 @@ async def intake_throughput(client: AsyncClient, total: int, concurrency: int) -
     seconds = time.perf_counter() - started
     ended_ns = time.time_ns()
     # The planner keeps up when, soon after the burst, every queued job has its reason:
-    # how soon is told by the plan that first folded the burst's last submission.
+    # how soon is told by the stamp of the plan that first folded the burst's last
+    # submission (the planner's clock: on another machine, off by the clocks' skew).
     async with asyncio.timeout(120):
         while True:
             state = await client.state()
