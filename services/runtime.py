@@ -6,6 +6,7 @@ import contextlib
 import gc
 import hashlib
 import logging
+import math
 import os
 import signal
 import time
@@ -221,6 +222,28 @@ def decision_sources() -> list[tuple[str, Path]]:
 
 def stamp(producer: str, clock: Clock) -> Meta:
     return new_meta(producer, clock.now())
+
+
+DAY_S = 86_400.0
+
+
+def seconds(low: float, high: float = DAY_S) -> Callable[[str], float]:
+    """An argument's type: a number of seconds from ``low`` to ``high``. Anything else is
+    a usage error naming the value and what is accepted, before the service starts (a NaN
+    or a negative period would otherwise spin or stall a loop)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # NaN is not either
+            raise argparse.ArgumentTypeError(
+                f"{text[:40]!r}: a number of seconds from {low:g} to {high:g}"
+            )
+        return value
+
+    return parse
 
 
 def nats_url_argument(parser: argparse.ArgumentParser) -> None:

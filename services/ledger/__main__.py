@@ -1,12 +1,12 @@
 import argparse
 
 from allot.services.ledger.app import serve
-from allot.services.runtime import run_service
+from allot.services.runtime import run_service, seconds
 
 parser = argparse.ArgumentParser(prog="allot-ledger")
 parser.add_argument(
     "--accounting-interval",
-    type=float,
+    type=seconds(0.1),
     default=60.0,
     help="seconds of a running job's time charged at once (finished jobs are charged at once)",
 )

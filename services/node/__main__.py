@@ -2,7 +2,7 @@ import argparse
 from pathlib import Path
 
 from allot.services.node.app import serve
-from allot.services.runtime import run_service
+from allot.services.runtime import run_service, seconds
 
 parser = argparse.ArgumentParser(
     prog="allot-node",
@@ -41,12 +41,17 @@ parser.add_argument(
     type=Path,
     help="one checkpoint directory per job, on storage all nodes share (default WORK/checkpoints)",
 )
-parser.add_argument("--heartbeat", type=float, default=1.0, help="seconds between heartbeats")
 parser.add_argument(
-    "--sample-interval", type=float, default=10.0, help="seconds between samples of GPU load"
+    "--heartbeat", type=seconds(0.01), default=1.0, help="seconds between heartbeats"
 )
 parser.add_argument(
-    "--stop-grace", type=float, default=10.0, help="SIGTERM→SIGKILL seconds on cancel"
+    "--sample-interval",
+    type=seconds(0.01),
+    default=10.0,
+    help="seconds between samples of GPU load",
+)
+parser.add_argument(
+    "--stop-grace", type=seconds(0, 3600), default=10.0, help="SIGTERM→SIGKILL seconds on cancel"
 )
 if __name__ == "__main__":
     run_service("node", parser, serve)

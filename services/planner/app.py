@@ -40,6 +40,7 @@ from allot.services.runtime import (
     code_version,
     event_span,
     follow_state,
+    seconds,
     spec_attributes,
     stamp,
 )
@@ -288,11 +289,14 @@ def arguments() -> argparse.ArgumentParser:
         help="how the queue is ordered",
     )
     parser.add_argument(
-        "--tick", type=float, default=5.0, help="seconds between plans while the log is quiet"
+        "--tick",
+        type=seconds(0.01),
+        default=5.0,
+        help="seconds between plans while the log is quiet",
     )
     parser.add_argument(
         "--min-interval",
-        type=float,
+        type=seconds(0, 1),
         default=MIN_INTERVAL_S,
         help=f"seconds at least between two plans (default {MIN_INTERVAL_S:g}): in a burst, "
         "fewer plans for every service to fold",
@@ -305,7 +309,7 @@ def arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--snapshot-interval",
-        type=float,
+        type=seconds(0),
         default=SNAPSHOT_INTERVAL_S,
         help=f"seconds at least between snapshots (default {SNAPSHOT_INTERVAL_S:g})",
     )

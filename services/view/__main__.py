@@ -1,12 +1,12 @@
 import argparse
 
-from allot.services.runtime import run_service
+from allot.services.runtime import run_service, seconds
 from allot.services.view.app import serve
 
 parser = argparse.ArgumentParser(prog="allot-view")
 parser.add_argument(
     "--refresh",
-    type=float,
+    type=seconds(0.01),
     default=1.0,
     help="seconds between recomputations of the queue while the log moves (default 1)",
 )
