@@ -92,10 +92,14 @@ async def follow_state(
             await caught_up()
         async with contextlib.aclosing(events.follow(state.seq + 1, reads=reads)) as records:
             async for record in records:
-                if reads is not None and record.type not in reads:
-                    pass_over(state, record)
-                else:
+                if reads is None:
                     (fold_record or fold)(state, record)
+                elif record.type in reads:
+                    # Not logged: a partial fold ignores what a whole one may not (a drain
+                    # seen without the jobs that emptied it); whole folds log what is wrong.
+                    (fold_record or apply_record)(state, record)
+                else:
+                    pass_over(state, record)
                 if note is not None:
                     note(record)
                 if state.refold_due:

@@ -116,7 +116,7 @@ class Planner:
         wait = self._planned_at + self.min_interval_s - self.clock.monotonic()
         if wait <= 0:
             return False
-        await asyncio.sleep(wait)
+        await asyncio.sleep(min(wait, self.min_interval_s))  # a clock set back waits no longer
         try:
             return await self.events.last_seq() > self.state.seq
         except Exception:  # the bus away: plan on what was folded

@@ -3,6 +3,7 @@ reading and following in order, raw appends and purges, as every kind of log kee
 
 import asyncio
 import contextlib
+import logging
 from typing import cast
 
 import pytest
@@ -13,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from allot.bus import Appended, Conflict, EventLog, EventTooLarge, Log, Record, encode, tracing
 from allot.core import State, apply_record
-from allot.proto.events import JobSubmitted
+from allot.proto.events import JobSubmitted, NodeCordoned, NodeDrained
 from allot.proto.limits import MAX_EVENT_BYTES
 from allot.proto.subjects import StreamSettings
 from allot.services.runtime import follow_state
@@ -382,3 +383,33 @@ async def test_a_follower_that_reads_only_node_events_passes_the_rest_over(log: 
     assert "j1" in whole.jobs
     assert state.ignored == []
     assert [i.seq for i in whole.ignored] == [3]
+
+
+async def test_a_follower_that_passes_over_logs_nothing_its_partial_fold_ignores(
+    log: Log, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Begun from a whole fold (a snapshot) with a job on n1, it passes over the job's end,
+    # so the drain that followed looks, to it alone, like one of a node still in use.
+    await log.append(b.node("n1", 8))
+    await log.append(b.submitted("j1"))
+    await log.append(b.plan(("j1", "n1", [0])))
+    state = State()
+    for record in await log.read():
+        apply_record(state, record)
+    await log.append(NodeCordoned(meta=b.meta(), node_id="n1", drain=True))
+    await log.append(b.exited("j1", "n1"))
+    await log.append(NodeDrained(meta=b.meta(), node_id="n1"))
+    caught_up_at: list[int] = []
+
+    async def on_caught_up() -> None:
+        caught_up_at.append(state.seq)
+
+    events = cast(EventLog, log)
+    with caplog.at_level(logging.WARNING, logger="allot"):
+        async with background(follow_state(events, state, on_caught_up, reads=READS)):
+            async with asyncio.timeout(10):
+                while 6 not in caught_up_at:
+                    await asyncio.sleep(0.01)
+    assert state.nodes["n1"].draining
+    assert [i.type for i in state.ignored] == ["NodeDrained"]  # what it does not read
+    assert not [r for r in caplog.records if "ignored" in r.getMessage()]

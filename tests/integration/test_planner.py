@@ -100,6 +100,34 @@ async def test_a_burst_is_planned_once_an_interval_and_a_quiet_log_at_once(
     assert alone_after < interval
 
 
+class _SetBack(Clock):
+    """A monotonic clock that can be set back (by a bug: a real one never is)."""
+
+    def __init__(self) -> None:
+        self.back = 0.0
+
+    def monotonic(self) -> float:
+        return super().monotonic() - self.back
+
+
+async def test_a_clock_set_back_holds_a_plan_back_one_interval_at_most(
+    event_log: EventLog,
+) -> None:
+    await event_log.append(b.node("n1", 1))
+    await event_log.append(b.submitted("holds", gpus=1))
+    clock = _SetBack()
+    planner = Planner(event_log, clock=clock, tick_s=60.0, min_interval_s=0.2)
+    loop = asyncio.get_running_loop()
+    async with background(planner.run()), asyncio.timeout(30):
+        while planner.plans == 0:
+            await asyncio.sleep(0.01)
+        clock.back = 3600.0  # the last plan now seems an hour ahead
+        appended = loop.time()
+        await event_log.append(b.submitted("next", gpus=1))
+        await _stated(planner, ["next"])
+    assert loop.time() - appended < 2.0
+
+
 class _Clock(Clock):
     """A wall clock that can be moved on: a job 'waits' an hour in no time."""
 
