@@ -70,9 +70,10 @@ def check_json(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH) -> None:
     # Only quotes and brackets matter after that. Each pass of the loop below removes
     # exactly the innermost pairs, so the passes needed are the nesting depth. All of it
     # runs at C speed, and most of it on what is left once the rest is deleted.
+    data = bytes(data)  # the same object where it is bytes already
     if b"\\" in data:
-        data = bytes(data).replace(b"\\\\", b"").replace(b'\\"', b"")
-    marks = bytes(data).translate(None, _NOT_A_MARK)
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = data.translate(None, _NOT_A_MARK)
     if marks.count(b"[") + marks.count(b"{") <= max_depth:
         return  # too few brackets to nest that deep
     # Dropping each pair of adjacent quotes (a string without brackets, or one string's end
