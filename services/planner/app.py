@@ -4,7 +4,7 @@ was appended since the last one this planner folded (see docs/adr/0004). Events 
 kinds that arrive meanwhile do not void it: the plan names its ``basis_seq``, and the fold
 ignores, with a reason, any admission they made impossible.
 
-Every plan is folded by every service, so in a burst of submissions a plan per catch-up
+Every plan is folded by nearly every service, so in a burst of submissions a plan per catch-up
 would cost them more than the submissions do. The planner therefore plans at most once per
 ``min_interval`` seconds: when it catches up sooner after its last plan, it waits for the
 rest of the interval and plans on what the log holds by then, as ``sched_min_interval``
