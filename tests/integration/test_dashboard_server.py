@@ -8,7 +8,8 @@ import time
 
 import msgspec
 
-from allot.bus import Log, MemoryEventLog
+from allot.bus import Log, MemoryEventLog, Record
+from allot.core import JobRecord
 from allot.core.arrays import parse
 from allot.proto.events import ArraySubmitted, JobsSubmitted, PendingReason, Submission
 from allot.services.view.joblog import JobLog, trace_view
@@ -24,6 +25,16 @@ async def folded(event_log: Log) -> ReadModel:
     for record in await event_log.read():
         model.fold(model.state, record)
     return model
+
+
+async def ran_on_n1(event_log: Log, job_id: str) -> tuple[JobRecord, list[Record]]:
+    """``job_id`` planned, run and ended on n1's GPU 0; the job as folded, and its records."""
+    await event_log.append(b.plan((job_id, "n1", [0])))
+    await event_log.append(b.started(job_id, "n1", [0]))
+    await event_log.append(b.exited(job_id, "n1", 0))
+    model = await folded(event_log)
+    job = model.state.jobs[job_id]
+    return job, await JobLog(event_log)(job, model.plan_seqs(job_id))
 
 
 async def test_a_trace_reads_the_jobs_own_records_and_the_plans_that_name_it() -> None:
@@ -62,13 +73,8 @@ async def test_a_trace_of_a_job_submitted_together_with_others_reads_the_batch()
     carried = {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}
     together = [Submission(event=b.submitted(j, 1, at=S), trace=carried) for j in ("j0", "j1")]
     batch = await event_log.append(JobsSubmitted(meta=b.meta(S), jobs=together))
-    await event_log.append(b.plan(("j1", "n1", [0])))
-    await event_log.append(b.started("j1", "n1", [0]))
-    await event_log.append(b.exited("j1", "n1", 0))
-    model = await folded(event_log)
-    job = model.state.jobs["j1"]
 
-    records = await JobLog(event_log)(job, model.plan_seqs("j1"))
+    job, records = await ran_on_n1(event_log, "j1")
 
     assert [(r.type, r.seq) for r in records][:2] == [
         ("JobsSubmitted", batch.seq),
@@ -85,13 +91,8 @@ async def test_a_task_s_trace_reads_its_array_s_submission_too() -> None:
     await event_log.append(b.node("n1", 2))
     array = ArraySubmitted(meta=b.meta(S), job_id="a", spec=b.spec(), array=parse("0-2"))
     await event_log.append(array)
-    await event_log.append(b.plan(("a_1", "n1", [0])))
-    await event_log.append(b.started("a_1", "n1", [0]))
-    await event_log.append(b.exited("a_1", "n1", 0))
-    model = await folded(event_log)
-    job = model.state.jobs["a_1"]
 
-    records = await JobLog(event_log)(job, model.plan_seqs("a_1"))
+    job, records = await ran_on_n1(event_log, "a_1")
 
     assert [r.type for r in records] == [
         "ArraySubmitted",
