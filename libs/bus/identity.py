@@ -39,6 +39,11 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
         key: bytes = nkeys.from_seed(bytearray(self.seed.encode())).public_key
         return key.decode()
 
+    def sign(self, nonce: bytes) -> bytes:
+        """``nonce`` signed with this identity's key, as a server asks at CONNECT."""
+        signature: bytes = nkeys.from_seed(bytearray(self.seed.encode())).sign(nonce)
+        return signature
+
     @property
     def operator(self) -> bool:
         return self.role == "operator"

@@ -29,7 +29,6 @@ from typing import Any
 import msgspec
 
 from allot.bus.identity import Identity
-from allot.bus.snapshots import SNAPSHOT_BUCKET, SNAPSHOT_STREAM
 from allot.bus.tls import ServerTls
 from allot.proto.queries import QUERIES, QUERY
 from allot.proto.subjects import (
@@ -51,6 +50,8 @@ from allot.proto.subjects import (
     PLAN_EVENTS,
     READERS_API,
     SAMPLES,
+    SNAPSHOT_BUCKET,
+    SNAPSHOT_STREAM,
     STATS,
     STREAM,
     SUBMIT,

@@ -21,10 +21,8 @@ from nats.js.api import ObjectInfo, ObjectMeta, ObjectMetaOptions, ObjectStoreCo
 from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 
-from allot.proto.subjects import STREAM
+from allot.proto.subjects import SNAPSHOT_BUCKET, SNAPSHOT_STREAM, STREAM
 
-SNAPSHOT_BUCKET = "ALLOT_SNAPSHOTS"
-SNAPSHOT_STREAM = f"OBJ_{SNAPSHOT_BUCKET}"  # the stream JetStream keeps the bucket in
 OBJECT = "state"  # the latest snapshot
 BASE = "base"  # the state at the sequence before the first the stream still holds
 CHUNK_BYTES = 512 << 10  # below the server's payload limit

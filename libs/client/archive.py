@@ -21,7 +21,6 @@ from allot.bus.eventlog import EventLog, Record
 from allot.bus.snapshots import (
     BASE,
     OBJECT,
-    SNAPSHOT_BUCKET,
     SnapshotUnreadable,
     read_snapshot,
     write_snapshot,
@@ -38,6 +37,7 @@ from allot.core.snapshot import (
     read_header,
 )
 from allot.proto.events import EventQuarantined
+from allot.proto.subjects import SNAPSHOT_BUCKET
 from allot.services.runtime import code_version
 
 

@@ -30,9 +30,10 @@ import nats.errors
 
 from allot.bus.server import Backoff, EmbeddedNats
 from allot.client.chaos_check import Verdict, check
-from allot.client.client import AsyncClient, CommandError, NoAnswer
+from allot.client.client import AsyncClient
 from allot.client.logfile import export_log, read_log
 from allot.client.replay import all_records
+from allot.client.sending import CommandError, NoAnswer
 from allot.client.stack import NodeShape, Stack
 from allot.proto.events import JobSpec
 from allot.services.runtime import code_version

@@ -7,34 +7,39 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
 from allot.bus import traced
 from allot.bus.identity import IdentityError, Keyring
 from allot.client import exitcodes, failures, render
-from allot.client.client import AsyncClient, CommandError
 from allot.client.jobfile import SpecError, spec_from
-from allot.client.session import connect, current_file, emit
+from allot.client.sending import CommandError
+from allot.client.session import connect, connected_once, current_file, emit
 from allot.core import arrays
 from allot.core.accounts import parse_duration
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate
 from allot.core.model import JobStatus
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
-from allot.proto.events import TIERS, TOPOLOGIES
+from allot.proto.events import TIERS, TOPOLOGIES, ArrayTasks, JobSpec
 from allot.proto.queries import NODES, NodesQuery
 
-Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+if TYPE_CHECKING:
+    from allot.client.client import AsyncClient
+
+Handler = failures.Handler
 
 
 # --- commands ---------------------------------------------------------------------------
 
 
-async def cmd_submit(args: argparse.Namespace) -> int:
+def cmd_submit(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
+    """Without --wait, a command and its answer: no event loop, no nats-py (they were most
+    of its time); with --wait, the rest needs both."""
     try:
         spec = spec_from(args)
     except SpecError as error:
@@ -48,6 +53,24 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         except arrays.ArraySyntaxError as error:
             print(f"allot: --array={error}", file=sys.stderr)
             return 2
+    if args.wait:
+        return _submit_and_wait(args, spec, array)
+    try:
+        with connected_once(args) as connection:
+            reply = connection.submit(spec, idempotency_key=args.idempotency_key, array=array)
+    except CommandError as error:
+        report_refusal(error, "submission refused, nothing was stored")
+        return 2
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(reply), sort_keys=True))
+    else:
+        print(reply.job_id)
+    return 0
+
+
+async def _submit_and_wait(
+    args: argparse.Namespace, spec: JobSpec, array: ArrayTasks | None
+) -> int:
     async with await connect(args) as client:
         try:
             reply = await client.submit(spec, idempotency_key=args.idempotency_key, array=array)
@@ -55,12 +78,8 @@ async def cmd_submit(args: argparse.Namespace) -> int:
             report_refusal(error, "submission refused, nothing was stored")
             return 2
         assert reply.job_id is not None
-        if args.json and not args.wait:
-            print(json.dumps(msgspec.to_builtins(reply), sort_keys=True))
-        elif not args.wait or not args.quiet:
-            print(reply.job_id, file=sys.stderr if args.wait else sys.stdout)
-        if not args.wait:
-            return 0
+        if not args.quiet:
+            print(reply.job_id, file=sys.stderr)
         if array is not None:
             return await _wait_for_array(args, client, reply.job_id)
         job = await client.wait(reply.job_id, timeout=args.timeout)
@@ -78,7 +97,7 @@ async def cmd_submit(args: argparse.Namespace) -> int:
         return job.exit_code if job.exit_code >= 0 else 128 - job.exit_code
 
 
-async def _wait_for_array(args: argparse.Namespace, client: AsyncClient, array_id: str) -> int:
+async def _wait_for_array(args: argparse.Namespace, client: "AsyncClient", array_id: str) -> int:
     """Until every task has ended: 0 if every one succeeded, else 1 (as ``sbatch --wait``
     says only whether all went well; ``allot status ARRAY`` says which did not)."""
     view = await client.wait_array(array_id, timeout=args.timeout)
@@ -89,7 +108,7 @@ async def _wait_for_array(args: argparse.Namespace, client: AsyncClient, array_i
     return 0 if set(view["by_status"]) == {"succeeded"} else 1
 
 
-async def print_output(client: AsyncClient, job_id: str) -> None:
+async def print_output(client: "AsyncClient", job_id: str) -> None:
     """Worker 0's output, from its node's agent; where it cannot be had, one line why."""
     from allot.client import output
 
@@ -187,13 +206,13 @@ async def cmd_nodes_gpu(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_cancel(args: argparse.Namespace) -> int:
-    async with await connect(args) as client:
-        try:
-            reply = await client.cancel(args.job, reason=args.reason)
-        except CommandError as error:
-            report_refusal(error, "cancel refused")
-            return 2
+def cmd_cancel(args: argparse.Namespace) -> int:
+    try:
+        with connected_once(args) as connection:
+            reply = connection.cancel(args.job, reason=args.reason)
+    except CommandError as error:
+        report_refusal(error, "cancel refused")
+        return 2
     emit(args, msgspec.to_builtins(reply), f"cancel requested for {reply.job_id}")
     return 0
 

@@ -7,9 +7,7 @@ the cluster are the log folded by ``allot.core``, exactly as the services fold i
 
 import asyncio
 import contextlib
-import getpass
 import os
-import re
 import ssl
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
@@ -24,13 +22,29 @@ from nats.errors import TimeoutError as NatsTimeout
 from allot.bus import traced
 from allot.bus.eventlog import EventLog, Record
 from allot.bus.identity import Identity, IdentityError, connect_options, load
-from allot.bus.permissions import ANSWERS
-from allot.bus.tls import CA_ENV, CERT_ENV, KEY_ENV, TlsError, from_environment
-from allot.bus.urls import redacted, servers
+from allot.bus.tls import TlsError, from_environment
+from allot.bus.urls import servers
+from allot.client import sending
+from allot.client.sending import (
+    PUBLISH_REFUSED,
+    SERVICE_OF,
+    SUBMIT_ATTEMPTS,
+    SUBMIT_TIMEOUT_S,
+    CommandError,
+    NoAnswer,
+    PayloadTooLarge,
+    Retries,
+    WaitTimedOut,
+    done_already,
+    local_principal,
+    not_admitted,
+    not_allowed,
+    retryable,
+    untrusted,
+)
 from allot.client.together import Together
 from allot.core.model import JobRecord, JobStatus, State
 from allot.core.ranks import Process, process_of_worker
-from allot.core.validate import already_ended
 from allot.proto.commands import (
     AccountsApplyReply,
     AccountsApplyRequest,
@@ -43,7 +57,6 @@ from allot.proto.commands import (
     NodeCommandRequest,
     SubmitManyReply,
     SubmitReply,
-    SubmitRequest,
 )
 from allot.proto.events import ArrayTasks, JobSpec
 from allot.proto.limits import MAX_REQUEST_BYTES
@@ -51,10 +64,8 @@ from allot.proto.output import DEFAULT_OUTPUT_BYTES, OutputReply, OutputRequest
 from allot.proto.queries import JOB, Answer, JobQuery
 from allot.proto.subjects import (
     ACCOUNTS_APPLY,
-    ADMIN,
     BUDGET_GRANT,
     CANCEL,
-    MAX_PRINCIPAL,
     MIRROR,
     NODE_COMMAND,
     READERS_API,
@@ -77,42 +88,6 @@ R = TypeVar(
     NodeCommandReply,
     Answer,
 )
-SUBMIT_TIMEOUT_S = 5.0  # how long a submission waits for its answer, each time it is sent
-SUBMIT_ATTEMPTS = 5  # and how often it is sent: its idempotency key makes that safe
-
-
-class CommandError(Exception):
-    """The intake refused a command; ``errors`` name each field and what is accepted."""
-
-    def __init__(self, errors: list[FieldError]):
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = errors
-
-
-class NoAnswer(Exception):
-    """Nothing answered a command: the service behind its subject is not running, or is
-    too busy to answer in time."""
-
-    def __init__(self, service: str, subject: str, timeout: float | None):
-        why = "no responders" if timeout is None else f"no reply within {timeout:g}s"
-        super().__init__(f"the {service} service did not answer on {subject} ({why})")
-        self.service, self.subject, self.timeout = service, subject, timeout
-
-
-class PayloadTooLarge(Exception):
-    """A command larger than the NATS server takes in one message (its max_payload)."""
-
-    def __init__(self, command: str, size: int, limit: int):
-        super().__init__(f"{command}: {size} bytes, over the limit of {limit}")
-        self.command, self.size, self.limit = command, size, limit
-
-
-class WaitTimedOut(TimeoutError):
-    """``wait`` gave up before the job ended; ``status`` is where the job was then."""
-
-    def __init__(self, job_id: str, status: str, timeout: float):
-        super().__init__(f"{job_id} still {status} after {timeout:g}s")
-        self.job_id, self.status, self.timeout = job_id, status, timeout
 
 
 class AsyncClient:
@@ -151,7 +126,7 @@ class AsyncClient:
         handshake: asyncio.Future[ssl.SSLError] = asyncio.get_running_loop().create_future()
 
         async def on_error(error: Exception) -> None:
-            refused = _PUBLISH_REFUSED.search(str(error))
+            refused = PUBLISH_REFUSED.search(str(error))
             if refused:
                 denied.setdefault(refused[1], asyncio.Event()).set()
             elif "authorization violation" in str(error).lower():
@@ -174,16 +149,12 @@ class AsyncClient:
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if not connecting.done():
                 connecting.cancel()
-                raise TlsError(_untrusted(url, handshake.result(), tls))
+                raise TlsError(untrusted(url, handshake.result(), tls))
             nc = connecting.result()
         except nats.errors.NoServersError:
             if not unknown:
                 raise
-            who = f"the identity {principal!r}" if identity else "a client without an identity"
-            raise IdentityError(
-                f"the NATS server at {redacted(url)} does not admit {who}: ask its operator "
-                "for one (`allot users add NAME`) and set ALLOT_IDENTITY to its file"
-            ) from None
+            raise IdentityError(not_admitted(url, principal, identity is not None)) from None
         # A user reads the mirror in the users' account, directly; everyone else, the log.
         user = identity is not None and identity.role == "user"
         mirror = StreamSettings(name=MIRROR)
@@ -210,14 +181,9 @@ class AsyncClient:
     ) -> SubmitReply:
         """Submit a job, or with ``array`` a job array (the reply's id names the array).
         Submissions made while earlier ones are on their way go in one request."""
-        key = idempotency_key or os.urandom(16).hex()
-        request = SubmitRequest(spec=spec, idempotency_key=key, array=array)
-        payload = msgspec.json.encode(request)
+        payload = sending.submission(spec, idempotency_key, array)
         # The job's trace begins here (or in the caller's span, if there is one).
-        attributes: dict[str, str | int | bool] = {
-            "allot.account": spec.account, "allot.tier": spec.tier, "allot.gpus": spec.gpus
-        }  # fmt: skip
-        with traced.client_span("allot.submit", attributes) as span:
+        with traced.client_span("allot.submit", sending.submit_span(spec)) as span:
             told = (timeout, attempts) != (SUBMIT_TIMEOUT_S, SUBMIT_ATTEMPTS)
             if told or self._alone_only or traced.carry({}):
                 # A trace travels in the request's headers, one per request: alone.
@@ -264,7 +230,7 @@ class AsyncClient:
 
     async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
-        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3, retried=_did_it)
+        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3, retried=done_already)
         if reply.errors:
             raise CommandError(reply.errors)
         return reply
@@ -365,11 +331,8 @@ class AsyncClient:
                     await asyncio.sleep(0.1)
 
     def subject(self, name: str) -> str:
-        """The subject this client sends the command ``name`` on: a command anyone may send
-        goes as an operator's where this client is one."""
-        if self.operator and not name.startswith(ADMIN):
-            name = ADMIN + name
-        return command(self.principal, name)
+        """The subject this client sends the command ``name`` on."""
+        return sending.subject(self.principal, self.operator, name)
 
     async def _request(
         self,
@@ -387,29 +350,24 @@ class AsyncClient:
         limit = self.events.nc.max_payload
         if len(payload) > limit:  # nats-py would say only "maximum payload exceeded"
             raise PayloadTooLarge(name, len(payload), limit)
-        # A log that cannot store for now is asked again for as long as the attempts could
-        # have waited on a silent service: a cluster electing the log's leader answers
-        # "retry" at once, for up to ten seconds (docs/adr/0023).
-        patience = asyncio.get_running_loop().time() + attempts * timeout
-        attempt = 0
+        clock = asyncio.get_running_loop().time
+        retries = Retries(attempts, timeout, clock())
         while True:
             try:
                 msg = await self._request_once(subject, payload, timeout)
             except (NoRespondersError, NatsTimeout) as error:
-                if attempt >= attempts - 1:
+                delay = retries.after_silence()
+                if delay is None:
                     waited = None if isinstance(error, NoRespondersError) else timeout
-                    raise NoAnswer(_SERVICE_OF[name], subject, waited) from None
-                await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
-                attempt += 1
+                    raise NoAnswer(SERVICE_OF[name], subject, waited) from None
+                await asyncio.sleep(delay)
                 continue
             reply: R = msgspec.json.decode(msg.data, type=reply_type)
-            errors = getattr(reply, "errors", [])
-            waiting = attempt < attempts - 1 or asyncio.get_running_loop().time() < patience
-            if errors and _retryable(errors) and attempts > 1 and waiting:
-                await asyncio.sleep(min(2.0, 0.1 * 2**attempt))
-                attempt += 1
+            delay = retries.after_reply(getattr(reply, "errors", []), clock())
+            if delay is not None:
+                await asyncio.sleep(delay)
                 continue
-            return retried(reply) if retried is not None and attempt > 0 else reply
+            return retried(reply) if retried is not None and retries.attempt > 0 else reply
 
     async def _request_once(self, subject: str, payload: bytes, timeout: float) -> Msg:
         """One request, or the server's refusal to let this identity send it (it says so
@@ -427,7 +385,7 @@ class AsyncClient:
             refusal.cancel()
             request.cancel()
         if request not in done:
-            raise CommandError([_not_allowed(self.principal, subject)])
+            raise CommandError([not_allowed(self.principal, subject)])
         return request.result()
 
     async def state(self) -> State:
@@ -532,57 +490,11 @@ class AsyncClient:
         return await self.events.read(max(1, last - count + 1), last)
 
 
-# Who answers each command and query, by its name in the subject.
 WAIT_POLL_S = 1.0  # how often ``wait`` asks again when none of the job's events came
 TERMINAL_STATES = frozenset(str(s) for s in JobStatus if s.terminal)
-
-_SERVICE_OF = {name: service for service, names in ANSWERS.items() for name in names}
-
-# nats-py writes the server's -ERR in lower case: 'permissions violation for publish to "…"'.
-_PUBLISH_REFUSED = re.compile(r'permissions violation for publish to "([^"]+)"')
-
-
-def _not_allowed(principal: str, subject: str) -> FieldError:
-    name = subject.split(".", 3)[-1]
-    return FieldError(
-        field="principal",
-        value=principal,
-        message=f"the NATS server does not let {principal} send {name}: it takes an operator "
-        "identity (`allot users add NAME --admin`)",
-    )
-
-
-def local_principal() -> str:
-    """Who the local user is, as a principal: for a server without authorization."""
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", getpass.getuser())[:MAX_PRINCIPAL]
-    return name or "anonymous"
-
-
-def _did_it(reply: CancelReply) -> CancelReply:
-    """A cancel sent again that finds the job cancelled: an earlier try was stored and its
-    answer lost (or someone else cancelled it); either way, what was asked for is done."""
-    done = already_ended(JobStatus.CANCELLED)
-    if reply.errors and all(e.field == "job_id" and e.message == done for e in reply.errors):
-        return CancelReply(job_id=reply.job_id)
-    return reply
-
-
-def _retryable(errors: list[FieldError]) -> bool:
-    return any(e.field == "log" for e in errors)
 
 
 def _sent_again(reply: SubmitReply) -> bool:
     """Whether a submission answered in a request of several is to be sent again, alone:
     the log could not store it for now, and one sent alone would be tried again."""
-    return _retryable(reply.errors)
-
-
-def _untrusted(url: str, error: ssl.SSLError, tls: ssl.SSLContext | None) -> str:
-    """Why a TLS handshake failed, and what to do about it."""
-    if tls is None or isinstance(error, ssl.SSLCertVerificationError):
-        fix = f"set {CA_ENV} to the file of the CA that signed the server's certificate"
-    elif "CERTIFICATE_REQUIRED" in str(error.reason):
-        fix = f"it asks for a client certificate: set {CERT_ENV} and {KEY_ENV} to yours"
-    else:
-        fix = f"check {CA_ENV}, {CERT_ENV} and {KEY_ENV}"
-    return f"TLS with the NATS server at {redacted(url)} failed ({error.reason or error}): {fix}"
+    return retryable(reply.errors)

@@ -3,18 +3,14 @@ own (allot.client.exitcodes): a user never reads a traceback for a server that i
 service that does not answer, a command too large, a wait that ran out or a closed pipe."""
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import nats.errors
-import nats.js.errors
-
 from allot.bus.urls import redacted
 from allot.client import exitcodes
-from allot.client.client import NoAnswer, PayloadTooLarge, WaitTimedOut
+from allot.client.sending import NoAnswer, PayloadTooLarge, WaitTimedOut
 from allot.core.durations import format_duration
 
 WHERE_TO_CONNECT = "is `allot up` running? (or pass --nats-url / set ALLOT_NATS_URL)"
@@ -28,11 +24,20 @@ class Unreachable(Exception):
         self.url = url
 
 
-def run(handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
-        args: argparse.Namespace) -> int:  # fmt: skip
-    """Run a command to its exit code; an ordinary failure is said on stderr in one line."""
+Handler = Callable[[argparse.Namespace], int | Coroutine[Any, Any, int]]
+
+
+def run(handler: Handler, args: argparse.Namespace) -> int:
+    """Run a command to its exit code; an ordinary failure is said on stderr in one line.
+    A handler that returns a coroutine runs in an event loop; one that needs none (a plain
+    ``allot submit``) starts without asyncio or nats-py loaded, which is most of its time."""
     try:
-        code = asyncio.run(handler(args))
+        code = handler(args)
+        if isinstance(code, Coroutine):
+            import asyncio
+
+            code = asyncio.run(code)
+        assert isinstance(code, int)
         sys.stdout.flush()  # here, where a closed pipe can still be told apart
         return code
     except KeyboardInterrupt:
@@ -43,10 +48,20 @@ def run(handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return exitcodes.BROKEN_PIPE
-    except (Unreachable, NoAnswer, PayloadTooLarge, WaitTimedOut, nats.errors.Error) as error:
-        message, code = said(error)
-        print(f"allot: {message}", file=sys.stderr)
-        return code
+    except (Unreachable, NoAnswer, PayloadTooLarge, WaitTimedOut) as error:
+        return told(error)
+    except Exception as error:
+        # A failure of nats-py's is possible only where it was loaded.
+        nats_errors = sys.modules.get("nats.errors")
+        if nats_errors is None or not isinstance(error, nats_errors.Error):
+            raise
+        return told(error)
+
+
+def told(error: Exception) -> int:
+    message, code = said(error)
+    print(f"allot: {message}", file=sys.stderr)
+    return code
 
 
 def said(error: Exception) -> tuple[str, int]:
@@ -72,6 +87,9 @@ def said(error: Exception) -> tuple[str, int]:
             f"`allot status {error.job_id}` to follow it",
             exitcodes.WAIT_TIMED_OUT,
         )
+    import nats.errors
+    import nats.js.errors
+
     if isinstance(error, nats.js.errors.NotFoundError):
         return (
             f"the NATS server holds no Allot event log ({error.description}): is it the NATS "

@@ -8,7 +8,8 @@ from typing import Any
 import msgspec
 
 from allot.client import render
-from allot.client.client import AsyncClient, CommandError
+from allot.client.client import AsyncClient
+from allot.client.sending import CommandError
 from allot.client.session import connect, emit
 from allot.core import JobRecord, NodeRecord
 from allot.proto.events import AccountSettings

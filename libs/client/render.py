@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from allot.bus.eventlog import Record
 from allot.core.arrays import text as indices_text
 from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate, fates
@@ -19,6 +18,7 @@ from allot.core.model import ArrayRecord, JobRecord, NodeRecord, State
 from allot.proto.events import AccountSettings, JobStarted, PendingReason
 
 if TYPE_CHECKING:
+    from allot.bus.eventlog import Record
     from allot.core.owed import OwedDelivered
     from allot.core.planning import Policy, Waiting
 
@@ -372,7 +372,7 @@ class GpuRun(msgspec.Struct, frozen=True, kw_only=True):
     uuid: str
 
 
-def runs_on(records: Sequence[Record], prefix: str) -> tuple[State, list[GpuRun], set[str]]:
+def runs_on(records: Sequence["Record"], prefix: str) -> tuple[State, list[GpuRun], set[str]]:
     """The log folded, the starts it took on GPUs whose UUID begins with ``prefix`` (oldest
     first), and every such UUID it knows. A start the fold refused (a duplicate, a report
     for a job not on that node) ran nothing, and a UUID is taken only where the node that

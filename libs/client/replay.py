@@ -15,7 +15,7 @@ import msgspec
 
 from allot.bus.eventlog import EventLog, Record, new_meta
 from allot.bus.log import Log
-from allot.bus.snapshots import BASE, SNAPSHOT_BUCKET, SnapshotUnreadable, read_snapshot
+from allot.bus.snapshots import BASE, SnapshotUnreadable, read_snapshot
 from allot.bus.snapshots import OBJECT as SNAPSHOT_OBJECT
 from allot.client import progress, render
 from allot.client.logfile import LogFileError, export_log, import_log, read_log
@@ -26,7 +26,7 @@ from allot.core.snapshot import SnapshotError, decode_snapshot
 from allot.proto import msgids
 from allot.proto.events import EventQuarantined
 from allot.proto.limits import MAX_REASON
-from allot.proto.subjects import PLAN_EVENTS
+from allot.proto.subjects import PLAN_EVENTS, SNAPSHOT_BUCKET
 from allot.services.runtime import code_version
 from allot.services.snapshots import ArchivedLog
 

@@ -6,15 +6,19 @@ import argparse
 import contextlib
 import json
 import os
+import ssl
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import nats.errors
+from typing import TYPE_CHECKING, Any
 
 from allot.bus.identity import Identity, IdentityError, load
-from allot.bus.tls import CA_ENV, TlsError, client_context
+from allot.bus.tls import TlsError, client_context, from_environment
+from allot.bus.urls import redacted
 from allot.client import failures
-from allot.client.client import AsyncClient
+
+if TYPE_CHECKING:
+    from allot.client.client import AsyncClient
+    from allot.client.oneshot import Connection
 
 
 def allot_home() -> Path:
@@ -61,16 +65,47 @@ def local_operator() -> Identity | None:
     return load(Path(path)) if path else None
 
 
-async def connect(args: argparse.Namespace) -> AsyncClient:
-    """As ``$ALLOT_IDENTITY`` (AsyncClient reads it), else as the local operator; over the
-    TLS of ``$ALLOT_TLS_CA`` (AsyncClient reads it), else of the local ``allot up``."""
+def credentials() -> tuple[Identity | None, ssl.SSLContext | None]:
+    """Whom a command connects as: ``$ALLOT_IDENTITY``, else the local operator; and over
+    which TLS: that of ``$ALLOT_TLS_CA`` (``allot.bus.tls``), else of the local ``allot up``."""
+    identity_file = os.environ.get("ALLOT_IDENTITY")
+    identity = load(Path(identity_file)) if identity_file else local_operator()
+    tls = from_environment()
+    if tls is None:
+        ca = local_up("tls_ca")
+        tls = client_context(ca) if ca else None
+    return identity, tls
+
+
+async def connect(args: argparse.Namespace) -> "AsyncClient":
+    """An ``AsyncClient``, connected as ``credentials`` say."""
+    import nats.errors
+
+    from allot.client.client import AsyncClient
+
     url = resolve_nats_url(args.nats_url)
     try:
-        identity = None if os.environ.get("ALLOT_IDENTITY") else local_operator()
-        ca = None if os.environ.get(CA_ENV) else local_up("tls_ca")
-        tls = client_context(ca) if ca else None
-        return await AsyncClient.connect(url, identity, tls)
+        return await AsyncClient.connect(url, *credentials())
     except (IdentityError, TlsError) as error:
         raise SystemExit(f"allot: {error}") from None
     except (nats.errors.NoServersError, ConnectionError) as error:
+        raise failures.unreachable(url) from error
+
+
+@contextlib.contextmanager
+def connected_once(args: argparse.Namespace) -> Iterator["Connection"]:
+    """A connection for a command and its answer, without asyncio or nats-py
+    (``allot.client.oneshot``), connected as ``credentials`` say. A connection that cannot
+    be had, or is lost and cannot be had again, is said in one line."""
+    from allot.client.oneshot import Connection, ServerError
+
+    url = resolve_nats_url(args.nats_url)
+    try:
+        with Connection.open(url, *credentials()) as connection:
+            yield connection
+    except (IdentityError, TlsError) as error:
+        raise SystemExit(f"allot: {error}") from None
+    except ServerError as error:
+        raise SystemExit(f"allot: the NATS server at {redacted(url)} said: {error}") from None
+    except ConnectionError as error:
         raise failures.unreachable(url) from error

@@ -4,6 +4,7 @@ ask, and every event a command makes names who asked."""
 
 import asyncio
 import json
+import socket
 from pathlib import Path
 
 import msgspec
@@ -340,3 +341,68 @@ async def test_an_idempotency_key_is_the_senders_own(stack: Stack) -> None:
     assert other.job_id != first.job_id
     assert not other.duplicate
     assert (again.job_id, again.duplicate) == (first.job_id, True)
+
+
+async def test_allot_submit_and_cancel_are_sent_as_their_identity_and_refused_in_one_line(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`allot submit` (without --wait) and `allot cancel` connect by their own one-shot
+    connection, not nats-py: it signs as its identity, takes its reply through a user's imports, and
+    says in one line what the server or the intake refused."""
+    monkeypatch.setenv("ALLOT_HOME", str(tmp_path / "nobody-home"))
+    async with await stack.client() as admin:
+        await admin.apply_accounts(TREE)
+    async with await as_user(stack, "alice"):  # the server admits alice from now on
+        pass
+    assert stack.keyring is not None
+    alice = stack.keyring.path("alice")
+    submit = ["submit", "--account", "lab/vision", "--gpus", "1", "--", "sleep", "60"]
+
+    mine = cli(stack, *submit, identity=alice)
+    assert mine.returncode == 0, mine.stderr
+    job_id = mine.stdout.strip()
+
+    refused = cli(stack, "submit", "--account", "lab/nlp", "--gpus", "1", "--", "true",
+                  identity=alice)  # fmt: skip
+    assert refused.returncode == 2
+    assert "alice may not submit to lab/nlp" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    # A node agent's identity may not send commands at all: the server refuses it.
+    node = cli(stack, *submit, identity=stack.keyring.path("node-1"))
+    assert node.returncode == 2, node.stderr
+    assert "does not let node-1 send submit" in node.stderr
+    assert "Traceback" not in node.stderr
+
+    stranger = tmp_path / "stranger.json"
+    save(new_identity("stranger", "user"), stranger)
+    outside = cli(stack, *submit, identity=stranger)
+    assert outside.returncode != 0
+    assert outside.stderr.strip() == (
+        f"allot: the NATS server at {stack.url} does not admit the identity 'stranger': ask "
+        "its operator for one (`allot users add NAME`) and set ALLOT_IDENTITY to its file"
+    )
+
+    # A cluster's list whose first server is gone: the next one takes it.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        gone = probe.getsockname()[1]
+    listed = cli(f"nats://127.0.0.1:{gone},{stack.url}", *submit, identity=stack.operator)
+    assert listed.returncode == 0, listed.stderr
+
+    submitted = {
+        json.loads(r.data)["job_id"]: json.loads(r.data)["by"]
+        for r in await stack_records(stack)
+        if r.type == "JobSubmitted"
+    }
+    assert submitted[job_id] == "alice"
+    assert submitted[listed.stdout.strip()] == "admin"
+    assert len(submitted) == 2  # the refused ones stored nothing
+
+    # `allot cancel` goes the same way.
+    theirs = cli(stack, "cancel", listed.stdout.strip(), identity=alice)
+    assert theirs.returncode == 2
+    assert "alice may not cancel" in theirs.stderr
+    cancelled = cli(stack, "cancel", job_id, identity=alice)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.strip() == f"cancel requested for {job_id}"

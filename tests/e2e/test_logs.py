@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from allot.client import AsyncClient
-from allot.client.client import CommandError
+from allot.client.sending import CommandError
 from allot.client.stack import Stack
 from allot.core import State
 from allot.proto.events import JobSpec

@@ -37,6 +37,9 @@ async def test_a_job_runs_and_the_cli_works_over_tls(
     done = cli(tls_stack, *submit, sys.executable, "-c", "print(42)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "42"  # ran on the node agent, its output read back
+    alone = cli(tls_stack, "submit", "--gpus", "1", "--account", "demo", "--", "true")
+    assert alone.returncode == 0, alone.stderr  # the one-shot connection, over TLS
+    assert alone.stdout.startswith("j-")
 
     # Through `allot up`'s record, as a user of the README's commands has it: no variables.
     home = tmp_path / "home"
@@ -63,7 +66,9 @@ async def test_the_cli_without_the_ca_says_what_to_set(
     tls_stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ALLOT_HOME", str(tmp_path / "nobody-home"))
-    done = cli(tls_stack.url, "status", identity=tls_stack.operator)
-    assert done.returncode != 0
-    assert "set ALLOT_TLS_CA" in done.stderr
-    assert "Traceback" not in done.stderr
+    submit = ["submit", "--gpus", "1", "--account", "demo", "--", "true"]
+    for command in (["status"], submit):  # by nats-py, and by the one-shot connection
+        done = cli(tls_stack.url, *command, identity=tls_stack.operator)
+        assert done.returncode != 0
+        assert "set ALLOT_TLS_CA" in done.stderr
+        assert "Traceback" not in done.stderr

@@ -20,9 +20,9 @@ from allot.bus import EmbeddedNats, EventLog, eventlog
 from allot.bus.cluster import NatsCluster
 from allot.bus.identity import OPERATOR, Keyring, load
 from allot.bus.server import free_port
-from allot.bus.snapshots import SNAPSHOT_STREAM, write_snapshot
+from allot.bus.snapshots import write_snapshot
 from allot.client import AsyncClient
-from allot.client.client import CommandError
+from allot.client.sending import CommandError
 from allot.core.validate import validate_cancel
 from allot.proto.commands import CancelReply, CancelRequest, SubmitReply
 from allot.proto.events import JobCancelRequested
@@ -30,6 +30,7 @@ from allot.proto.subjects import (
     ADMIN,
     CANCEL,
     MIRROR,
+    SNAPSHOT_STREAM,
     STREAM,
     SUBMIT,
     StreamSettings,
