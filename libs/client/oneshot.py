@@ -13,7 +13,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -22,6 +22,7 @@ from allot.bus import traced
 from allot.bus.identity import Identity, IdentityError
 from allot.bus.tls import TlsError
 from allot.bus.urls import redacted, servers
+from allot.client.render import printable
 from allot.client.sending import (
     PUBLISH_REFUSED,
     SERVICE_OF,
@@ -46,9 +47,30 @@ from allot.proto.subjects import inbox_prefix
 
 R = TypeVar("R", SubmitReply, CancelReply)
 
-CONNECT_TIMEOUT_S: Final = 5.0  # for the TCP connection, the TLS handshake and CONNECT
-MAX_LINE: Final = 1 << 20  # a control line: an INFO lists a cluster's members; no MSG is longer
+CONNECT_TIMEOUT_S: Final = 2.0  # each step: TCP, INFO, TLS handshake, CONNECT (as nats-py)
+# How long the servers are tried again while none takes the connection: `allot up` restarts
+# its own in 0.5 s, and nats-py waited 2 s each of three times.
+CONNECT_PATIENCE_S: Final = 6.0
+SEND_TIMEOUT_S: Final = 5.0
+MAX_LINE: Final = 1 << 20  # a control line: an INFO lists a cluster's members
+MAX_REPLY_BYTES: Final = 1 << 20  # a reply to one command is far smaller
+MAX_PAYLOAD: Final = 64 << 20  # nats-server takes no larger max_payload
 DEFAULT_PORT: Final = 4222
+SCHEMES: Final = ("nats", "tls")
+# What may come from a server while a request waits; anything else is no NATS.
+_OPERATIONS: Final = frozenset((b"MSG", b"HMSG", b"PING", b"PONG", b"+OK", b"-ERR", b"INFO"))
+
+
+class ServerInfo(msgspec.Struct):
+    """What of a server's INFO a request needs."""
+
+    max_payload: Annotated[int, msgspec.Meta(ge=1)] = 1 << 20
+    nonce: str | None = None  # to be signed, where the server authorizes by nkeys
+    tls_required: bool = False
+
+
+class UnsupportedUrl(ValueError):
+    """A server's URL the command line cannot connect to."""
 
 
 class Silence(Exception):
@@ -65,6 +87,10 @@ class Refused(Exception):
 
 class ServerError(Exception):
     """The server said -ERR for something else, or sent what is no NATS protocol."""
+
+
+class NotAdmitted(Exception):
+    """The server does not admit this identity."""
 
 
 class Connection:
@@ -87,8 +113,15 @@ class Connection:
         cls, url: str, identity: Identity | None = None, tls: ssl.SSLContext | None = None
     ) -> "Connection":
         """Connected to the first of ``url``'s servers that takes the connection; raises
-        ConnectionError where none does, TlsError where a TLS handshake fails, and
-        IdentityError where a server does not admit ``identity``."""
+        ConnectionError where none does, TlsError where a TLS handshake fails,
+        IdentityError where no server admits ``identity``, and UnsupportedUrl for a URL of
+        another kind than nats:// and tls://."""
+        for server in servers(url):
+            scheme = server.partition("://")[0] if "://" in server else "nats"
+            if scheme not in SCHEMES:
+                raise UnsupportedUrl(
+                    f"{redacted(server)}: the command line connects by nats:// or tls://"
+                )
         connection = cls(url, identity, tls)
         connection._connect()
         return connection
@@ -155,7 +188,8 @@ class Connection:
                     waited = None if isinstance(error, NoResponders) else timeout
                     raise NoAnswer(SERVICE_OF[name], to, waited) from None
                 time.sleep(delay)
-                if not isinstance(error, Silence | NoResponders):  # lost: connect again
+                if not isinstance(error, NoResponders):
+                    # Lost, or cut off inside a message: connect again, in step.
                     self.close()
                     self._connect()
                 continue
@@ -173,41 +207,63 @@ class Connection:
     # --- the protocol -------------------------------------------------------------------
 
     def _connect(self) -> None:
-        unreachable: list[str] = []
-        for server in servers(self.url):
-            try:
-                self._connect_to(server)
-                return
-            except ssl.SSLError as error:  # a handshake, or a certificate refused after it
-                self.close()
-                raise TlsError(untrusted(self.url, error, self.tls)) from None
-            except (OSError, ValueError, Silence, ServerError) as error:  # none, or no NATS
-                self.close()
-                unreachable.append(f"{redacted(server)}: {error}")
-        raise ConnectionError("; ".join(unreachable) or "no server named")
+        """To the first server of the list that admits this identity. While none is there
+        to take the connection (one restarting), the list is tried again, for up to
+        CONNECT_PATIENCE_S; not where one that answered spoke no NATS."""
+        give_up = time.monotonic() + CONNECT_PATIENCE_S
+        wait = 0.1
+        while True:
+            unreachable: list[str] = []
+            refused = no_nats = False
+            for server in servers(self.url):
+                try:
+                    self._connect_to(server)
+                    return
+                except ssl.SSLError as error:  # a handshake, or a certificate refused after
+                    self.close()
+                    raise TlsError(untrusted(self.url, error, self.tls)) from None
+                except NotAdmitted:  # this one's configuration may be behind the others'
+                    self.close()
+                    refused = True
+                except (OSError, Silence, ServerError) as error:
+                    self.close()
+                    no_nats = no_nats or isinstance(error, ServerError)
+                    unreachable.append(f"{redacted(server)}: {error}")
+            if refused:
+                raise IdentityError(
+                    not_admitted(self.url, self.principal, self.identity is not None)
+                )
+            if no_nats or time.monotonic() + wait > give_up:
+                raise ConnectionError("; ".join(unreachable) or "no server named")
+            time.sleep(wait)
+            wait = min(1.0, wait * 2)
 
     def _connect_to(self, server: str) -> None:
         address = urlsplit(server if "://" in server else f"nats://{server}")
-        if address.scheme not in ("nats", "tls"):
-            raise ServerError(f"{address.scheme}:// is not for the command line: use nats://")
-        host, port = address.hostname or "localhost", address.port or DEFAULT_PORT
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        try:
+            host, port = address.hostname or "localhost", address.port or DEFAULT_PORT
+        except ValueError as error:  # a port that is no number
+            raise ServerError(str(error)) from None
         self._buffer.clear()
         self._sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        op, info_line = self._line(deadline).partition(b" ")[::2]
+        op, info_line = self._line(time.monotonic() + CONNECT_TIMEOUT_S).partition(b" ")[::2]
         if op.upper() != b"INFO":
             raise ServerError(f"no INFO from the server but {op[:40]!r}")
-        info: dict[str, Any] = json.loads(info_line)
-        self.max_payload = int(info.get("max_payload", self.max_payload))
-        if info.get("tls_required") or address.scheme == "tls":
+        try:
+            info = msgspec.json.decode(info_line, type=ServerInfo)
+        except (msgspec.DecodeError, RecursionError) as error:
+            raise ServerError(f"an INFO that is no server's: {str(error)[:200]}") from None
+        self.max_payload = min(info.max_payload, MAX_PAYLOAD)
+        if info.tls_required or address.scheme == "tls":
             self._handshake(host)
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
         connect: dict[str, Any] = {
             "verbose": False, "pedantic": False, "lang": "python3", "version": "allot",
             "protocol": 1, "name": "allot-client", "headers": True, "no_responders": True,
         }  # fmt: skip
-        if self.identity is not None and "nonce" in info:
-            signature = self.identity.sign(info["nonce"].encode())
+        if self.identity is not None and info.nonce is not None:
+            signature = self.identity.sign(info.nonce.encode())
             connect["nkey"] = self.identity.public_key
             connect["sig"] = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
         elif address.username is not None:  # nats://user:password@host or nats://token@host
@@ -221,11 +277,9 @@ class Connection:
             if op.upper() == b"PONG":
                 return
             if op.upper() == b"-ERR":
-                message = rest.decode(errors="replace").strip(" '")
+                message = _said(rest)
                 if "authorization violation" in message.lower():
-                    raise IdentityError(
-                        not_admitted(self.url, self.principal, self.identity is not None)
-                    )
+                    raise NotAdmitted(message)
                 raise ServerError(message)
 
     def _handshake(self, host: str) -> None:
@@ -251,14 +305,20 @@ class Connection:
         while True:
             op, rest = self._line(deadline).partition(b" ")[::2]
             op = op.upper()
+            if op not in _OPERATIONS:
+                raise ServerError(f"{op[:40]!r}, which is no NATS operation")
             if op in (b"MSG", b"HMSG"):
+                # MSG <subject> <sid> [reply-to] <size>; HMSG … <header size> <size>
                 fields = rest.split()
+                least = 3 if op == b"MSG" else 4
                 try:
+                    if not least <= len(fields) <= least + 1:
+                        raise ValueError
                     size = int(fields[-1])
                     head_size = int(fields[-2]) if op == b"HMSG" else 0
-                except (IndexError, ValueError):
+                except ValueError:
                     raise ServerError(f"a malformed {op.decode()} line") from None
-                if not 0 <= head_size <= size <= self.max_payload + MAX_LINE:
+                if not 0 <= head_size <= size <= MAX_REPLY_BYTES:
                     raise ServerError(f"a {op.decode()} of {size} bytes")
                 body = self._exactly(size + 2, deadline)[:size]
                 if fields[1] != sid.encode():
@@ -269,7 +329,7 @@ class Connection:
             if op == b"PING":
                 self._send(b"PONG\r\n")
             elif op == b"-ERR":
-                message = rest.decode(errors="replace").strip(" '")
+                message = _said(rest)
                 refused = PUBLISH_REFUSED.search(message)
                 if refused and refused[1].lower() == to.lower():
                     raise Refused(to)
@@ -279,6 +339,7 @@ class Connection:
     def _send(self, data: bytes) -> None:
         if self._sock is None:
             raise ConnectionError("not connected")
+        self._sock.settimeout(SEND_TIMEOUT_S)
         try:
             self._sock.sendall(data)
         except ssl.SSLError:
@@ -320,3 +381,8 @@ class Connection:
         if not chunk:
             raise ConnectionError("the NATS server closed the connection")
         self._buffer += chunk
+
+
+def _said(error: bytes) -> str:
+    """The text of a server's -ERR, as a terminal may show it."""
+    return printable(error.decode(errors="replace").strip(" '"))[:500]

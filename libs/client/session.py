@@ -97,13 +97,13 @@ def connected_once(args: argparse.Namespace) -> Iterator["Connection"]:
     """A connection for a command and its answer, without asyncio or nats-py
     (``allot.client.oneshot``), connected as ``credentials`` say. A connection that cannot
     be had, or is lost and cannot be had again, is said in one line."""
-    from allot.client.oneshot import Connection, ServerError
+    from allot.client.oneshot import Connection, ServerError, UnsupportedUrl
 
     url = resolve_nats_url(args.nats_url)
     try:
         with Connection.open(url, *credentials()) as connection:
             yield connection
-    except (IdentityError, TlsError) as error:
+    except (IdentityError, TlsError, UnsupportedUrl) as error:
         raise SystemExit(f"allot: {error}") from None
     except ServerError as error:
         raise SystemExit(f"allot: the NATS server at {redacted(url)} said: {error}") from None
