@@ -25,7 +25,7 @@ from allot.core.budgets import MS_PER_HOUR
 from allot.core.drain import Fate
 from allot.core.model import JobStatus
 from allot.proto.commands import BudgetGrantRequest, NodeCommandRequest
-from allot.proto.events import TIERS, TOPOLOGIES, ArrayTasks, JobSpec
+from allot.proto.events import TIERS, TOPOLOGIES
 from allot.proto.queries import NODES, NodesQuery
 
 if TYPE_CHECKING:
@@ -38,8 +38,9 @@ Handler = failures.Handler
 
 
 def cmd_submit(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
-    """Without --wait, a command and its answer: no event loop, no nats-py (they were most
-    of its time); with --wait, the rest needs both."""
+    """The submission is one command and its answer: no event loop, no nats-py (they were
+    most of its time). With --wait, what follows needs both; they load while the job
+    starts."""
     try:
         spec = spec_from(args)
     except SpecError as error:
@@ -53,14 +54,17 @@ def cmd_submit(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
         except arrays.ArraySyntaxError as error:
             print(f"allot: --array={error}", file=sys.stderr)
             return 2
-    if args.wait:
-        return _submit_and_wait(args, spec, array)
     try:
         with connected_once(args) as connection:
             reply = connection.submit(spec, idempotency_key=args.idempotency_key, array=array)
     except CommandError as error:
         report_refusal(error, "submission refused, nothing was stored")
         return 2
+    assert reply.job_id is not None
+    if args.wait:
+        if not args.quiet:
+            print(reply.job_id, file=sys.stderr, flush=True)
+        return _wait(args, reply.job_id, array is not None)
     if args.json:
         print(json.dumps(msgspec.to_builtins(reply), sort_keys=True))
     else:
@@ -68,21 +72,12 @@ def cmd_submit(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
     return 0
 
 
-async def _submit_and_wait(
-    args: argparse.Namespace, spec: JobSpec, array: ArrayTasks | None
-) -> int:
+async def _wait(args: argparse.Namespace, job_id: str, array: bool) -> int:
+    """Until the job (or every task of the array) has ended; its exit code."""
     async with await connect(args) as client:
-        try:
-            reply = await client.submit(spec, idempotency_key=args.idempotency_key, array=array)
-        except CommandError as error:
-            report_refusal(error, "submission refused, nothing was stored")
-            return 2
-        assert reply.job_id is not None
-        if not args.quiet:
-            print(reply.job_id, file=sys.stderr)
-        if array is not None:
-            return await _wait_for_array(args, client, reply.job_id)
-        job = await client.wait(reply.job_id, timeout=args.timeout)
+        if array:
+            return await _wait_for_array(args, client, job_id)
+        job = await client.wait(job_id, timeout=args.timeout)
         if args.json:
             print(json.dumps(render.job_view(job), sort_keys=True))
         else:
