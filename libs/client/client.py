@@ -26,6 +26,8 @@ from allot.bus.tls import TlsError, from_environment
 from allot.bus.urls import servers
 from allot.client import sending
 from allot.client.sending import (
+    CANCEL_ATTEMPTS,
+    CANCEL_TIMEOUT_S,
     PUBLISH_REFUSED,
     SERVICE_OF,
     SUBMIT_ATTEMPTS,
@@ -228,9 +230,13 @@ class AsyncClient:
         """The bytes a request may take: the intake's limit, or the server's if lower."""
         return min(MAX_REQUEST_BYTES, self.events.nc.max_payload)
 
-    async def cancel(self, job_id: str, reason: str = "", timeout: float = 5.0) -> CancelReply:
+    async def cancel(
+        self, job_id: str, reason: str = "", timeout: float = CANCEL_TIMEOUT_S
+    ) -> CancelReply:
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
-        reply = await self._request(CANCEL, payload, CancelReply, timeout, 3, retried=done_already)
+        reply = await self._request(
+            CANCEL, payload, CancelReply, timeout, CANCEL_ATTEMPTS, retried=done_already
+        )
         if reply.errors:
             raise CommandError(reply.errors)
         return reply

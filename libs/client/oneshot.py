@@ -24,6 +24,8 @@ from allot.bus.tls import TlsError
 from allot.bus.urls import redacted, servers
 from allot.client.render import printable
 from allot.client.sending import (
+    CANCEL_ATTEMPTS,
+    CANCEL_TIMEOUT_S,
     PUBLISH_REFUSED,
     SERVICE_OF,
     SUBMIT_ATTEMPTS,
@@ -156,7 +158,9 @@ class Connection:
     def cancel(self, job_id: str, reason: str = "") -> CancelReply:
         """Cancel a job, as ``AsyncClient.cancel`` does."""
         payload = msgspec.json.encode(CancelRequest(job_id=job_id, reason=reason))
-        reply = self.ask("cancel", payload, CancelReply, 5.0, 3, retried=done_already)
+        reply = self.ask(
+            "cancel", payload, CancelReply, CANCEL_TIMEOUT_S, CANCEL_ATTEMPTS, retried=done_already
+        )
         if reply.errors:
             raise CommandError(reply.errors)
         return reply

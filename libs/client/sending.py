@@ -22,6 +22,8 @@ from allot.proto.subjects import ADMIN, MAX_PRINCIPAL, command
 
 SUBMIT_TIMEOUT_S: Final = 5.0  # how long a submission waits for its answer, each time it is sent
 SUBMIT_ATTEMPTS: Final = 5  # and how often it is sent: its idempotency key makes that safe
+CANCEL_TIMEOUT_S: Final = 5.0
+CANCEL_ATTEMPTS: Final = 3  # a cancel sent again is harmless (done_already)
 
 # Who answers each command and query, by its name in the subject.
 SERVICE_OF: Final = {name: service for service, names in ANSWERS.items() for name in names}
