@@ -34,10 +34,14 @@ QUEUED: Final = "QUEUED"
 # allows already wait in the queue or hold GPUs. Stated by the fold, not by a plan.
 ARRAY_LIMIT: Final = "ARRAY_LIMIT"
 
-GroundCode = Literal["TIER", "FUNDED", "RECLAIM", "FAIR_SHARE", "DRAIN"]
+GroundCode = Literal["TIER", "FUNDED", "RECLAIM", "FAIR_SHARE", "DRAIN", "PACK", "LENT"]
 
 TIER: Final = "TIER"  # the waiting job is of a higher tier
 FUNDED: Final = "FUNDED"  # the waiting job would be funded and the running one is not
 RECLAIM: Final = "RECLAIM"  # the waiting job's account reclaims quota the running one borrows
 FAIR_SHARE: Final = "FAIR_SHARE"  # the running job's account is over its fair share
 DRAIN: Final = "DRAIN"  # its node is being drained
+# it can resume at once on GPUs free elsewhere, and its node then holds the waiting job
+PACK: Final = "PACK"
+# it started on GPUs set aside for the waiting job's reservation, which can start now
+LENT: Final = "LENT"

@@ -427,6 +427,10 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     placements: list[Placement]  # in node-rank order: the first node's host leads the gang
     funded: bool = False  # unfunded work runs on idle capacity and may be preempted (R8)
+    # Started on GPUs set aside for a reservation, though it may run past the reservation's
+    # start: stopped when the reserved job can start (ground LENT). Written only when true:
+    # plans that lend nothing are written as before.
+    lent: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class PendingReason(msgspec.Struct, frozen=True, kw_only=True):

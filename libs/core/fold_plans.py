@@ -45,7 +45,7 @@ def _plan(state: State, seq: int, e: PlanComputed) -> None:
         job.placements = {p.node_id: list(p.gpus) for p in admission.placements}
         job.started_on, job.exited_on = {}, {}
         job.admitted_at = e.now
-        job.funded = admission.funded
+        job.funded, job.lent = admission.funded, admission.lent is True
         job.reason = None
         state.dequeue(job)
         state.holds.pop(job.job_id, None)

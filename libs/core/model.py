@@ -78,6 +78,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     lost_gpu_ms: int = 0  # GPU time lost to preemptions, over all attempts
     grace_too_short_ns: int | None = None  # measured stop time, when it exceeded the grace
     funded: bool = False  # as its admission said
+    lent: bool = False  # as its admission said: on GPUs set aside for a reservation
     attempts: int = 0
     reason: PendingReason | None = None  # why it waits, as the last plan said
     # A task of a job array: the array's id and this task's index; ``array_held`` while it

@@ -13,7 +13,9 @@ A running job may be stopped for a waiting one when (codes in ``Preemption.code`
 - ``FAIR_SHARE``: the running job can resume, has run past its minimum runtime and the
   policy's time slice, and its account is over its fair share while the waiting one's is
   not (R13);
-- ``DRAIN``: its node is being drained (no waiting job needed, R15; ``allot.core.drain``).
+- ``DRAIN``: its node is being drained (no waiting job needed, R15; ``allot.core.drain``);
+- ``PACK``: it can resume, and start again at once on GPUs free elsewhere, and the waiting
+  job fits the free GPUs only spread over nodes (``allot.core.planning.pack``).
 
 Never a job inside its minimum runtime (a funded job's protection; unfunded jobs have
 none), never one already being stopped, a gang only whole, and never a job of a higher tier

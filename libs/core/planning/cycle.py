@@ -14,9 +14,10 @@ from allot.core.placement import Capacity
 from allot.core.planning.memo import Holders, PlanMemo, Releases
 from allot.core.planning.order import exhausted_accounts
 from allot.core.planning.policy import Policy
+from allot.core.preemption import TIER_RANK
 from allot.core.quota import QuotaBook, QuotaFrame, Usage, needs
 from allot.core.topology import model_of
-from allot.proto.codes import RESERVED_FOR, ReasonCode
+from allot.proto.codes import LENT, PREEMPTING, RESERVED_FOR, ReasonCode
 from allot.proto.events import (
     Admission,
     Hold,
@@ -44,7 +45,11 @@ demand_of: Callable[[JobSpec], Demand] = attrgetter(
 )
 
 
-Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
+Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]
+# A stop is worth it only for a run of this many restart overheads at least: GPUs set
+# aside are lent only where the reservation starts that much later, and a job is moved
+# (PACK) only once it has run that long. Less, and restarts would be much of what it runs.
+WORTH_A_STOP = 10  # code, parameters, figures of the moment
 
 
 class Waiting(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +72,7 @@ class Admitted(msgspec.Struct, kw_only=True):
     job: JobRecord
     placements: list[Placement]
     funded: bool
+    lent: bool = False  # on GPUs set aside for the reservation, which it may outlast
 
 
 class Cycle:
@@ -132,7 +138,10 @@ class Cycle:
 
     def admission(self, admitted: Admitted) -> Admission:
         return Admission(
-            job_id=admitted.job.job_id, placements=admitted.placements, funded=admitted.funded
+            job_id=admitted.job.job_id,
+            placements=admitted.placements,
+            funded=admitted.funded,
+            lent=True if admitted.lent else msgspec.UNSET,
         )
 
     def no_room(self) -> bool:
@@ -182,14 +191,41 @@ class Cycle:
     def models_of_spec(self, spec: JobSpec) -> list[str]:
         return [spec.flavor] if spec.flavor else self.capacity.models
 
+    def may_use_set_aside(self, job: JobRecord) -> bool:
+        """Whether the job may start on the GPUs set aside for the reservation: it ends
+        before the reservation starts (backfill), or it may be lent them."""
+        return self.ends_before_reservation(job) or self.may_be_lent(job)
+
     def ends_before_reservation(self, job: JobRecord) -> bool:
-        """Whether the job's declared runtime ends before the reservation starts: only such
-        a job may use the GPUs set aside for it."""
+        """Whether the job's declared runtime ends before the reservation starts."""
         reservation = self.reservation
         if reservation is None:  # most cycles: asked of every job looked at
             return False
         runtime = job.spec.max_runtime_ns
         return runtime is not None and self.now + runtime <= reservation.starts_at
+
+    def may_be_lent(self, job: JobRecord) -> bool:
+        """Whether the GPUs set aside for the reservation may be lent to the job until its
+        job can start (ground LENT): it can resume, nothing could protect it from being
+        stopped (no minimum runtime), it is of no more urgent tier than the reservation's
+        job, and the reservation is far enough off to be worth a restart."""
+        reservation = self.reservation
+        spec = job.spec
+        if reservation is None or not self.lends() or not spec.resumable or spec.min_runtime_ns:
+            return False
+        reserved_for = self.state.jobs[reservation.job_id].spec
+        return TIER_RANK[spec.tier] >= TIER_RANK[reserved_for.tier]
+
+    def lends(self) -> bool:
+        """Whether the GPUs set aside may be lent to any job at all: the policy stops lent
+        jobs, and the reservation is far enough off to be worth a restart."""
+        reservation, policy = self.reservation, self.policy
+        return (
+            reservation is not None
+            and policy.preemption
+            and LENT in policy.grounds
+            and reservation.starts_at - self.now >= policy.restart_overhead_ns * WORTH_A_STOP
+        )
 
     def keep(self, placements: list[Placement], take: bool) -> None:
         """Keep (or hand back) the GPUs of a hold that are free: not allocated in the log."""
@@ -219,8 +255,11 @@ class Cycle:
                 job.spec.account, amounts if take else {r: -n for r, n in amounts.items()}
             )
 
-    def admit(self, job: JobRecord, placements: list[Placement]) -> None:
+    def admit(self, job: JobRecord, placements: list[Placement], ahead: bool = False) -> None:
+        """``ahead``: a job that comes before the reservation's job in the queue (put back
+        as it would borrow): the GPUs set aside it takes are its own, not lent."""
         ends_before_reservation = self.ends_before_reservation(job)
+        lent = False
         for placement in placements:
             self.capacity.take(placement.node_id, placement.gpus)
         reservation = self.reservation
@@ -231,7 +270,12 @@ class Cycle:
                 for p in reservation.set_aside
                 if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
             ]
-            if still != reservation.set_aside and not ends_before_reservation:
+            lent = (
+                still != reservation.set_aside
+                and not (ends_before_reservation or ahead)
+                and self.may_be_lent(job)
+            )
+            if still != reservation.set_aside and not (ends_before_reservation or lent):
                 # Not a backfill but a job ahead of the reserved one (put back as it would
                 # borrow): it may hold them past the start, so the estimate no longer holds.
                 # The rest set aside is free again, to be reserved for anew.
@@ -248,7 +292,29 @@ class Cycle:
         model = self.capacity.nodes[placements[0].node_id].model
         self.quotas.charge(job.spec.account, needs(job.spec, model))
         funded = fund(self.state, job.spec, self.now, self.budget_reserved)
-        self.admitted.append(Admitted(job=job, placements=placements, funded=funded))
+        self.admitted.append(Admitted(job=job, placements=placements, funded=funded, lent=lent))
+
+    def stop_for(
+        self,
+        job: JobRecord,
+        position: int,
+        n: int | None,
+        stopped: list[Preemption],
+        placements: list[Placement],
+    ) -> None:
+        """Record the jobs ``stopped`` for ``job``, hold the GPUs it will take there, and
+        tell it so (``n``: its index in ``waiting``; None for a job the cycle did not look
+        at)."""
+        self.preemptions += stopped
+        self.holds.append(Hold(job_id=job.job_id, placements=placements))
+        self.keep(placements, take=True)
+        self.hold_quota(job, placements, take=True)
+        reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
+        stopping = Waiting(reason=reason, position=position, detail={"stopping": len(stopped)})
+        if n is None:
+            self.waiting.append(stopping)
+        else:
+            self.waiting[n] = stopping
 
     def wait(
         self,

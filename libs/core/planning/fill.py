@@ -14,12 +14,13 @@ Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's ord
 
 def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
     """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
-    the reservation, which a job that ends before it starts may use) start where they fit.
+    the reservation, which a job that ends before it starts, or one it may be lent to, may
+    use) start where they fit.
     ``unreached``: the jobs phases 2 and 3 did not look at, in order."""
     if cycle.no_room():
         return
-    if not any(cycle.capacity.free_by_model.values()) and not _could_end_before(cycle):
-        return  # only GPUs set aside for the reservation are free, and no job ends in time
+    if not any(cycle.capacity.free_by_model.values()) and not _could_use_set_aside(cycle):
+        return  # only GPUs set aside for the reservation are free, and no job may use them
     left = _left(cycle)
     borrowing: list[JobRecord] = []  # that would start, but borrow: after the rest
     for job in not_looked_at(cycle, unreached, left):
@@ -68,7 +69,7 @@ def mostly_fitting(cycle: Cycle, left: int) -> bool:
 def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None) -> bool:
     """Admit the job where it fits, or put it in ``borrowing`` if it would borrow quota;
     whether GPUs are still left for others."""
-    short = cycle.ends_before_reservation(job)
+    short = cycle.may_use_set_aside(job)
     tried = (shape_of(job.spec), tuple(cycle.models_of(job)), short)
     if not cycle.quotas.by_model and tried in cycle.unplaced:
         # Its shape found no room on the models its quota allows (all, when quotas do not
@@ -91,11 +92,13 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
     return True
 
 
-def _could_end_before(cycle: Cycle) -> bool:
-    """Whether some waiting job declares a runtime that ends before the reservation starts
-    (only such a job may use the GPUs set aside for it)."""
+def _could_use_set_aside(cycle: Cycle) -> bool:
+    """Whether some waiting job could use the GPUs set aside for the reservation: they may
+    be lent, or a job declares a runtime that ends before the reservation starts."""
     runtimes, reserved = cycle.state.waiting_runtimes, cycle.reservation
-    return reserved is not None and bool(runtimes) and cycle.now + runtimes[0] <= reserved.starts_at
+    if reserved is None:
+        return False
+    return cycle.lends() or (bool(runtimes) and cycle.now + runtimes[0] <= reserved.starts_at)
 
 
 def _left(cycle: Cycle) -> int:

@@ -49,13 +49,13 @@ def consider(
     if held is not None and _consider_held(cycle, job, position, held):
         return
     ahead = put_back and cycle.reservation is not None and position < cycle.reserved_at
-    found, fresh = verdict(cycle, job, ahead or cycle.ends_before_reservation(job))
+    found, fresh = verdict(cycle, job, ahead or cycle.may_use_set_aside(job))
     if isinstance(found, list):
         if borrowing is not None and cycle.borrows(job, found):
             borrowing.append((position, job))
             return None
         reserved = cycle.reservation
-        cycle.admit(job, found)
+        cycle.admit(job, found, ahead=ahead)
         if reserved is not None and cycle.reservation is None:
             _reserve_again(cycle, cycle.state.jobs[reserved.job_id])
         return None
@@ -171,8 +171,8 @@ def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> lis
     reservation = cycle.reservation
     if not short or reservation is None or not reservation.set_aside:
         return cycle.capacity.place(*shape, models)
-    # It ends before the reservation starts, so it may use the GPUs set aside meanwhile
-    # (those it is admitted to are no longer set aside: ``Cycle.admit``).
+    # It ends before the reservation starts, or it may be lent them, so it may use the GPUs
+    # set aside meanwhile (those it is admitted to are no longer set aside: ``Cycle.admit``).
     with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
         return cycle.capacity.place(*shape, models)
 

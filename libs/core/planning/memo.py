@@ -123,12 +123,13 @@ class Holders:
 
 
 class Ends:
-    """When the jobs holding GPUs end by their declared runtimes: ``listed`` as (the end, or
-    None for a job admitted but not started, its runtime, its queue entry, its GPUs by
-    node), and ``released`` as a cycle uses them when none has ended in the past (soonest
-    first, ties by queue entry: submission, index in its array, and only then id, for the
-    jobs of one batch, docs/adr/0036). Kept up to date job by job (``update``), not worked
-    out again."""
+    """When the jobs holding GPUs end by their declared runtimes (a job lent GPUs set aside
+    for a reservation, when it started: it is stopped as soon as that job can start):
+    ``listed`` as (the end, or None for a job admitted but not started, its runtime, its
+    queue entry, its GPUs by node), and ``released`` as a cycle uses them when none has
+    ended in the past (soonest first, ties by queue entry: submission, index in its array,
+    and only then id, for the jobs of one batch, docs/adr/0036). Kept up to date job by job
+    (``update``), not worked out again."""
 
     def __init__(self) -> None:
         # Job id -> its end (None: not started), runtime, queue entry, GPUs by node.
@@ -149,6 +150,8 @@ class Ends:
                 del self.order[at], self.released[at]
             job = state.jobs.get(job_id)
             runtime = None if job is None else job.spec.max_runtime_ns
+            if job is not None and job.lent:
+                runtime = 0  # it is stopped once the reservation's job can start
             if job is None or runtime is None or job_id not in state.holders:
                 continue
             started = job.started_at if job.status == JobStatus.RUNNING else None

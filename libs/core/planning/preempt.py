@@ -1,6 +1,8 @@
 """Phase 5: waiting jobs short of room, or of quota, that are owed GPUs (a higher tier,
 funding, quota they lent, fair share) pick the cheapest running jobs to stop
 (``allot.core.preemption``); the GPUs they will take are held for them until they start.
+Jobs told that the free GPUs are spread too thin have work moved out of their way
+(``allot.core.planning.pack``).
 Jobs on draining nodes are stopped as their protection ends, those that cannot resume only
 by a drain ``--now`` (``allot.core.drain``).
 
@@ -9,6 +11,7 @@ that account borrows, and only as long as it still borrows before its last victi
 stopped; the waiting job's account says which jobs it may stop (``AccountPreemption``); and
 victims are stopped only if the waiting job would then be admitted, quota included."""
 
+import functools
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator
@@ -19,13 +22,15 @@ from allot.core.accounts import ancestry
 from allot.core.budgets import fund
 from allot.core.drain import draining
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, Demand, Waiting, demand_of
+from allot.core.planning.cycle import Cycle, Demand, Reservation, demand_of
 from allot.core.planning.judge import SHORT_OF_ROOM
+from allot.core.planning.pack import pack
 from allot.core.preemption import (
     TIER_RANK,
     Grounds,
     Stoppable,
     candidates,
+    cost_of,
     could_claim,
     stoppable_jobs,
     victim_order,
@@ -36,7 +41,8 @@ from allot.proto.codes import (
     DRAIN,
     FAIR_SHARE,
     FUNDED,
-    PREEMPTING,
+    LENT,
+    PACK,
     QUOTA,
     RECLAIM,
     TIER,
@@ -45,9 +51,7 @@ from allot.proto.codes import (
 )
 from allot.proto.events import (
     AccountPreemption,
-    Hold,
     JobSpec,
-    PendingReason,
     Placement,
     Preemption,
     PreemptionScope,
@@ -68,6 +72,12 @@ def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
     may_claim = _may_claim(cycle, running, over_share, allowed)
     if any(may_claim.values()):
         _scan(cycle, rest, depth, running, may_claim, over_share, chosen_victims)
+    if LENT in allowed and cycle.reservation is not None:
+        running = running or _stoppable(cycle)
+        _reclaim_lent(cycle, cycle.reservation, running, chosen_victims)
+    if PACK in allowed:
+        rules = functools.partial(_within_rules, cycle, moved=True)
+        pack(cycle, running or _stoppable(cycle), chosen_victims, rules)
     for job_id, node_id in draining(cycle.state, cycle.now):
         if job_id not in chosen_victims and DRAIN in allowed:
             cycle.preemptions.append(
@@ -200,33 +210,80 @@ def _scan(
             continue
         victims, placements = found
         code_of = {victim.job_id: code for victim, code in owed}
-        for victim in victims:
-            cycle.preemptions.append(
-                Preemption(
-                    job_id=victim.job_id, code=code_of[victim.job_id], params={"for": job.job_id}
-                )
-            )
-            chosen_victims.add(victim.job_id)
-        cycle.holds.append(Hold(job_id=job.job_id, placements=placements))
-        cycle.keep(placements, take=True)
-        cycle.hold_quota(job, placements, take=True)
+        stopped = [
+            Preemption(job_id=v.job_id, code=code_of[v.job_id], params={"for": job.job_id})
+            for v in victims
+        ]
+        chosen_victims.update(victim.job_id for victim in victims)
+        cycle.stop_for(job, position, n, stopped, placements)
         if cycle.quotas.active:
             cycle.stopping += (cycle.quota_of(state.jobs[victim.job_id]) for victim in victims)
-        reason = PendingReason(job_id=job.job_id, code=PREEMPTING)
-        stopping = Waiting(reason=reason, position=position, detail={"stopping": len(victims)})
-        if n is None:
-            cycle.waiting.append(stopping)
-        else:
-            cycle.waiting[n] = stopping
+
+
+def _reclaim_lent(
+    cycle: Cycle, reservation: Reservation, running: Stoppable, chosen: set[str]
+) -> None:
+    """The reservation's job, if it waits short of room and would start were jobs lent its
+    GPUs gone, stops the cheapest of them that make room (ground LENT)."""
+    lent = [job for job in running.jobs if job.lent and job.job_id not in chosen]
+    if not lent:
+        return
+    state = cycle.state
+    job = state.jobs[reservation.job_id]
+    n = next((n for n, w in enumerate(cycle.waiting) if w.reason.job_id == job.job_id), None)
+    if n is None or cycle.waiting[n].reason.code not in SHORT_OF_ROOM:
+        return
+    models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+    restart_ms = cycle.policy.restart_overhead_ns // 1_000_000
+    victims = [
+        Victim(
+            job_id=j.job_id,
+            placements=j.placements,
+            cost=cost_of(j, cycle.now, restart_ms),
+            order=victim_order(j),
+        )
+        for j in lent
+    ]
+    capacity = cycle.capacity
+    with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
+        found = choose(capacity, job.spec, models, victims, _admitted_once_lent_gone(cycle, job))
+    if found is None:
+        return
+    stopping, placements = found
+    stopped = [Preemption(job_id=v.job_id, code=LENT, params={"for": job.job_id}) for v in stopping]
+    chosen.update(v.job_id for v in stopping)
+    cycle.stop_for(job, cycle.waiting[n].position, n, stopped, placements)
+
+
+def _admitted_once_lent_gone(cycle: Cycle, job: JobRecord) -> Allowed | None:
+    """Whether quota would admit the reservation's job, on GPUs of a model, with the lent
+    jobs given gone (and those being stopped already). Not the rule that spares another
+    account's nominal quota (P4): lent GPUs were never its to keep. None where quotas do not
+    apply."""
+    quotas, jobs = cycle.quotas, cycle.state.jobs
+    if not quotas.active:
+        return None
+
+    def allowed(victims: list[Victim], model: str, at_most: bool) -> bool:
+        given = [*cycle.stopping, *(cycle.quota_of(jobs[v.job_id]) for v in victims)]
+        with quotas.released(given):
+            return quotas.check(job.spec, model if quotas.by_model else None) is None
+
+    return allowed
 
 
 def _within_rules(
-    cycle: Cycle, spec: JobSpec, owed: list[tuple[Victim, GroundCode]]
+    cycle: Cycle,
+    spec: JobSpec,
+    owed: list[tuple[Victim, GroundCode]],
+    moved: bool = False,
 ) -> list[tuple[Victim, GroundCode]]:
     """Of the jobs the policy's grounds let ``spec`` stop, those the quotas' rules let it:
     a job of another account only while that account borrows GPUs of their cohort, and
     what the waiting job's account allows (``AccountPreemption``). Each with its order among
-    equal costs, borrowed capacity first."""
+    equal costs, borrowed capacity first. ``moved``: the jobs start again at once elsewhere
+    (PACK), keeping what they hold: their account's nominal quota is not at stake, and only
+    what the waiting job's account allows counts."""
     quotas = cycle.quotas
     if not quotas.active:
         return owed
@@ -254,7 +311,7 @@ def _within_rules(
                     scope = rules.within_account
                 elif sides is None:
                     scope = "any"  # no quota between them: the policy's grounds alone
-                elif quotas.borrowed(sides[1], sides[2] & key[1]) <= 0:
+                elif not moved and quotas.borrowed(sides[1], sides[2] & key[1]) <= 0:
                     scope = None  # its nominal quota is its own
                 elif quotas.borrowed(sides[0], _of_models(sides[2], models)) + need <= 0:
                     scope = rules.reclaim_within_cohort  # it is owed what it asks: reclaiming
