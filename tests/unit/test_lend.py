@@ -7,7 +7,14 @@ import msgspec
 
 from allot.core import DEFAULT_POLICY, State, apply, plan
 from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, PACK, RECLAIM, TIER
-from allot.proto.events import AccountDefined, AccountSettings, Event, PlanComputed
+from allot.proto.events import (
+    AccountDefined,
+    AccountSettings,
+    Admission,
+    Event,
+    Placement,
+    PlanComputed,
+)
 from tests import builders as b
 from tests.builders import fold
 
@@ -130,4 +137,78 @@ def test_lent_work_is_stopped_even_where_its_account_uses_no_more_than_its_own_q
     for job_id, node in (("timed", "n1"), ("fixed", "n2")):
         apply(state, state.seq + 1, b.exited(job_id, node, 0))
     later = plan(state, NOW + HOUR, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in later.preemptions] == [("filler", "LENT")]
+
+
+def _at(event: Any, when: int) -> Any:
+    return msgspec.structs.replace(event, meta=b.meta(when))
+
+
+def test_lent_work_is_never_stopped_for_less_urgent_work() -> None:
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("lent", 2, resumable=True, tier="batch", at=NOW - 3 * HOUR),
+        msgspec.structs.replace(
+            b.plan(),
+            admissions=[
+                Admission(
+                    job_id="lent", placements=[Placement(node_id="n1", gpus=[0, 1])], lent=True
+                )
+            ],
+        ),
+        _at(b.started("lent", "n1", [0, 1]), NOW - 2 * HOUR),
+        b.submitted("spare-time", 4, workers=2, tier="best-effort", at=NOW - HOUR),
+    )
+    assert state.jobs["lent"].lent
+    assert plan(state, NOW, DEFAULT_POLICY).preemptions == []
+
+
+def test_a_job_that_would_have_started_unlent_takes_lent_gpus_back_when_not_reserved() -> None:
+    # The gang was reserved n1 and n2 and ``filler`` lent n1's free GPUs. Once its other
+    # jobs have ended, an interactive job that cannot start for hours ranks first and
+    # takes the cycle's reservation (n3): the gang, which would start now had nothing been
+    # lent, still stops the lent job.
+    state = draining_for_a_gang()
+    apply(state, state.seq + 1, _recorded(plan(state, NOW, DEFAULT_POLICY).admissions))
+    apply(state, state.seq + 1, b.started("filler", "n1", [1, 2]))
+    apply(state, state.seq + 1, b.node("n3", 8))
+    for event in running("big", "n3", list(range(8)), ends_in=5 * HOUR, tier="interactive"):
+        apply(state, state.seq + 1, event)
+    for job_id, node in (("timed", "n1"), ("fixed", "n2")):
+        apply(state, state.seq + 1, b.exited(job_id, node, 0))
+    apply(state, state.seq + 1, b.submitted("urgent", 8, tier="interactive", at=NOW + HOUR))
+    later = plan(state, NOW + 2 * HOUR, DEFAULT_POLICY)
+    assert later.reservation is not None
+    assert later.reservation.job_id == "urgent"
+    assert [(p.job_id, p.code, p.params) for p in later.preemptions] == [
+        ("filler", "LENT", {"for": "gang"})
+    ]
+
+
+def test_lent_work_of_the_reserved_jobs_own_account_is_stopped_though_quota_refuses_it() -> None:
+    # lab/a may use 4 GPUs and borrow none: the lent job (2 of them) leaves ``wide`` short
+    # of quota, not of room, once n1 is free.
+    state = fold(
+        AccountDefined(meta=b.meta(0), path="lab", settings=AccountSettings()),
+        AccountDefined(
+            meta=b.meta(0),
+            path="lab/a",
+            settings=AccountSettings(quota={"gpu": 4}, borrowing_limit={"gpu": 0}),
+        ),
+        AccountDefined(meta=b.meta(0), path="lab/b", settings=AccountSettings()),
+        b.node("n1", 4),
+        b.node("n2", 4),
+        *running("timed", "n1", [0], ends_in=HOUR, account="lab/b"),
+        *running("fixed", "n2", [0, 1, 2, 3], ends_in=2 * HOUR, account="lab/b"),
+        b.submitted("wide", 4, topology="node", at=NOW - 2, account="lab/a"),
+        b.submitted("filler", 2, resumable=True, at=NOW - 1, account="lab/a"),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(a.job_id, a.lent) for a in decided.admissions] == [("filler", True)]
+    apply(state, state.seq + 1, _recorded(decided.admissions))
+    apply(state, state.seq + 1, b.started("filler", "n1", [1, 2]))
+    apply(state, state.seq + 1, b.exited("timed", "n1", 0))
+    later = plan(state, NOW + HOUR, DEFAULT_POLICY)
+    assert [w.reason.code for w in plan(state, NOW + HOUR, WITHOUT_LENDING).waiting] == ["QUOTA"]
     assert [(p.job_id, p.code) for p in later.preemptions] == [("filler", "LENT")]

@@ -45,11 +45,11 @@ demand_of: Callable[[JobSpec], Demand] = attrgetter(
 )
 
 
-Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]
+Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
 # A stop is worth it only for a run of this many restart overheads at least: GPUs set
 # aside are lent only where the reservation starts that much later, and a job is moved
 # (PACK) only once it has run that long. Less, and restarts would be much of what it runs.
-WORTH_A_STOP = 10  # code, parameters, figures of the moment
+WORTH_A_STOP = 10
 
 
 class Waiting(msgspec.Struct, frozen=True, kw_only=True):

@@ -22,7 +22,7 @@ from allot.core.accounts import ancestry
 from allot.core.budgets import fund
 from allot.core.drain import draining
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, Demand, Reservation, demand_of
+from allot.core.planning.cycle import Cycle, Demand, demand_of
 from allot.core.planning.judge import SHORT_OF_ROOM
 from allot.core.planning.pack import pack
 from allot.core.preemption import (
@@ -72,9 +72,9 @@ def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
     may_claim = _may_claim(cycle, running, over_share, allowed)
     if any(may_claim.values()):
         _scan(cycle, rest, depth, running, may_claim, over_share, chosen_victims)
-    if LENT in allowed and cycle.reservation is not None:
+    if LENT in allowed:
         running = running or _stoppable(cycle)
-        _reclaim_lent(cycle, cycle.reservation, running, chosen_victims)
+        _reclaim_lent(cycle, running, chosen_victims)
     if PACK in allowed:
         rules = functools.partial(_within_rules, cycle, moved=True)
         pack(cycle, running or _stoppable(cycle), chosen_victims, rules)
@@ -220,46 +220,70 @@ def _scan(
             cycle.stopping += (cycle.quota_of(state.jobs[victim.job_id]) for victim in victims)
 
 
-def _reclaim_lent(
-    cycle: Cycle, reservation: Reservation, running: Stoppable, chosen: set[str]
-) -> None:
-    """The reservation's job, if it waits short of room and would start were jobs lent its
-    GPUs gone, stops the cheapest of them that make room (ground LENT)."""
+def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
+    """Jobs lent GPUs set aside for a reservation are stopped (LENT) for a waiting job, in
+    queue order, that would start were the cheapest of them gone: the reservation's job, or
+    one that would take none of the GPUs the reservation counts on (it would have had them,
+    lent nothing). Only lent jobs of no more urgent tier than the waiting job, and only for
+    one short of room or of quota, judged with the lent jobs' quota given back."""
     lent = [job for job in running.jobs if job.lent and job.job_id not in chosen]
     if not lent:
         return
-    state = cycle.state
-    job = state.jobs[reservation.job_id]
-    n = next((n for n, w in enumerate(cycle.waiting) if w.reason.job_id == job.job_id), None)
-    if n is None or cycle.waiting[n].reason.code not in SHORT_OF_ROOM:
-        return
-    models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+    state, quotas, reservation = cycle.state, cycle.quotas, cycle.reservation
+    counted_on = (
+        {(p.node_id, g) for p in reservation.placements for g in p.gpus}
+        if (reservation is not None)
+        else set()
+    )
     restart_ms = cycle.policy.restart_overhead_ns // 1_000_000
-    victims = [
-        Victim(
-            job_id=j.job_id,
-            placements=j.placements,
-            cost=cost_of(j, cycle.now, restart_ms),
-            order=victim_order(j),
-        )
-        for j in lent
-    ]
-    capacity = cycle.capacity
-    with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
-        found = choose(capacity, job.spec, models, victims, _admitted_once_lent_gone(cycle, job))
-    if found is None:
-        return
-    stopping, placements = found
-    stopped = [Preemption(job_id=v.job_id, code=LENT, params={"for": job.job_id}) for v in stopping]
-    chosen.update(v.job_id for v in stopping)
-    cycle.stop_for(job, cycle.waiting[n].position, n, stopped, placements)
+    given = [*cycle.stopping, *(cycle.quota_of(job) for job in lent)]
+    tries = cycle.policy.preemptors_per_cycle
+    by_position = sorted(range(len(cycle.waiting)), key=lambda n: cycle.waiting[n].position)
+    for n in by_position:
+        reason = cycle.waiting[n].reason
+        if tries == 0:
+            return
+        if reason.code not in _OWED_QUOTA or reason.job_id in state.holds:
+            continue
+        job = state.jobs[reason.job_id]
+        rank = TIER_RANK[job.spec.tier]
+        victims = [
+            Victim(
+                job_id=j.job_id,
+                placements=j.placements,
+                cost=cost_of(j, cycle.now, restart_ms),
+                order=victim_order(j),
+            )
+            for j in lent
+            if j.job_id not in chosen and TIER_RANK[j.spec.tier] >= rank
+        ]
+        with quotas.released(given):
+            models = quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+        if not victims or not models:
+            continue
+        tries -= 1
+        own = reservation is not None and reservation.job_id == job.job_id
+        set_aside = reservation.set_aside if own and reservation is not None else []
+        with cycle.capacity.lent((p.node_id, p.gpus) for p in set_aside):
+            found = choose(
+                cycle.capacity, job.spec, models, victims, _admitted_once_lent_gone(cycle, job)
+            )
+        if found is None:
+            continue
+        stopping, placements = found
+        if not own and any((p.node_id, g) in counted_on for p in placements for g in p.gpus):
+            continue  # it would take what the reservation counts on
+        stopped = [
+            Preemption(job_id=v.job_id, code=LENT, params={"for": job.job_id}) for v in stopping
+        ]
+        chosen.update(v.job_id for v in stopping)
+        cycle.stop_for(job, cycle.waiting[n].position, n, stopped, placements)
 
 
 def _admitted_once_lent_gone(cycle: Cycle, job: JobRecord) -> Allowed | None:
-    """Whether quota would admit the reservation's job, on GPUs of a model, with the lent
-    jobs given gone (and those being stopped already). Not the rule that spares another
-    account's nominal quota (P4): lent GPUs were never its to keep. None where quotas do not
-    apply."""
+    """Whether quota would admit the job, on GPUs of a model, with the lent jobs given gone
+    (and those being stopped already). Not the rule that spares another account's nominal
+    quota (P4): lent GPUs were never its to keep. None where quotas do not apply."""
     quotas, jobs = cycle.quotas, cycle.state.jobs
     if not quotas.active:
         return None
