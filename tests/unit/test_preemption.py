@@ -608,3 +608,30 @@ def test_jobs_passed_on_the_way_to_a_held_job_may_still_preempt() -> None:
     assert [(p.job_id, p.params["for"]) for p in decided.preemptions] == [(other, "urgent")]
     whole = plan(state, NOW + S, DEFAULT_POLICY, whole_queue=True)
     assert whole.preemptions == decided.preemptions
+
+
+def test_a_job_that_fits_only_on_gpus_set_aside_for_another_stops_work_it_may_stop() -> None:
+    # The interactive ``gang`` is reserved both nodes: ``timed`` (interactive too, so the
+    # gang may not stop it) frees n1 within two hours; n1's three free GPUs are set aside.
+    # The notebook fits only there: rather than wait for the gang, it stops the batch work
+    # on n2, as its tier allows.
+    start = msgspec.structs.replace(b.started("timed", "n1", [0]), meta=b.meta(NOW - HOUR))
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.submitted("timed", 1, tier="interactive", max_runtime_ns=3 * HOUR),
+        b.plan(("timed", "n1", [0])),
+        start,
+        *running("batch", "n2", [0, 1, 2, 3], resumable=True, max_runtime_ns=11 * HOUR),
+        b.submitted("gang", 4, workers=2, tier="interactive", at=NOW - 2 * HOUR),
+        b.submitted("notebook", 1, tier="interactive", at=NOW),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert decided.reservation is not None
+    assert decided.reservation.job_id == "gang"
+    assert [(p.job_id, p.code, p.params) for p in decided.preemptions] == [
+        ("batch", "TIER", {"for": "notebook"})
+    ]
+    [hold] = decided.holds
+    assert hold.job_id == "notebook"
+    assert hold.placements[0].node_id == "n2"

@@ -45,6 +45,7 @@ from allot.proto.codes import (
     PACK,
     QUOTA,
     RECLAIM,
+    RESERVED_FOR,
     TIER,
     GroundCode,
     ReasonCode,
@@ -58,8 +59,12 @@ from allot.proto.events import (
 )
 
 Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's order
+# Jobs short of room may stop others, those that fit only on GPUs set aside for a job
+# ranked higher included: the reservation is not theirs to wait for, where they have
+# grounds to stop work elsewhere.
+_OWED_ROOM: tuple[ReasonCode, ...] = (*SHORT_OF_ROOM, RESERVED_FOR)
 # Where quotas apply, stopping jobs may also give a job the quota it waits for.
-_OWED_QUOTA: tuple[ReasonCode, ...] = (*SHORT_OF_ROOM, QUOTA)
+_OWED_QUOTA: tuple[ReasonCode, ...] = (*_OWED_ROOM, QUOTA)
 
 
 def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
@@ -455,7 +460,7 @@ def _short_of_room(
     (``Cycle.borrows``), so some the cycle did not reach may come before some it looked at:
     the two are merged by position. ``waiting`` grows with the jobs of ``rest`` only."""
     holds, exhausted, jobs = cycle.state.holds, cycle.exhausted, cycle.state.jobs
-    owed = _OWED_QUOTA if cycle.quotas.active else SHORT_OF_ROOM
+    owed = _OWED_QUOTA if cycle.quotas.active else _OWED_ROOM
     looked: list[_Entry] = sorted(
         (w.position, n, jobs[w.reason.job_id])
         for n, w in enumerate(cycle.waiting)
