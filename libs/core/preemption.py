@@ -247,12 +247,14 @@ def candidates(
             code = FAIR_SHARE
         else:
             continue
-        cost = cost_of(job, stoppable.now, stoppable.restart_overhead_ms)
-        victim = Victim(
-            job_id=job.job_id, placements=job.placements, cost=cost, order=victim_order(job)
-        )
-        found.append((victim, code))
+        found.append((as_victim(job, stoppable.now, stoppable.restart_overhead_ms), code))
     return found
+
+
+def as_victim(job: JobRecord, now: int, restart_overhead_ms: int) -> Victim:
+    """The running job as the victim search sees it: what stopping it now costs."""
+    cost = cost_of(job, now, restart_overhead_ms)
+    return Victim(job_id=job.job_id, placements=job.placements, cost=cost, order=victim_order(job))
 
 
 def only_fair_share(

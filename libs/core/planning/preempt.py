@@ -29,8 +29,8 @@ from allot.core.preemption import (
     TIER_RANK,
     Grounds,
     Stoppable,
+    as_victim,
     candidates,
-    cost_of,
     could_claim,
     stoppable_jobs,
     victim_order,
@@ -253,12 +253,7 @@ def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
         job = state.jobs[reason.job_id]
         rank = TIER_RANK[job.spec.tier]
         victims = [
-            Victim(
-                job_id=j.job_id,
-                placements=j.placements,
-                cost=cost_of(j, cycle.now, restart_ms),
-                order=victim_order(j),
-            )
+            as_victim(j, cycle.now, restart_ms)
             for j in lent
             if j.job_id not in chosen and TIER_RANK[j.spec.tier] >= rank
         ]
