@@ -316,6 +316,10 @@ class Cycle:
         else:
             self.waiting[n] = stopping
 
+    def in_queue_order(self) -> list[int]:
+        """The indices of ``waiting`` in queue order (jobs put back were told later)."""
+        return sorted(range(len(self.waiting)), key=lambda n: self.waiting[n].position)
+
     def wait(
         self,
         job: JobRecord,

@@ -60,8 +60,7 @@ def pack(cycle: Cycle, running: Stoppable, chosen: set[str], rules: Rules) -> No
     failed: set[tuple[str, JobShape, tuple[str, ...], str, bool]] = set()
     state = cycle.state
     movable = _Movable(cycle, running)
-    by_position = sorted(range(len(cycle.waiting)), key=lambda n: cycle.waiting[n].position)
-    for n in by_position:
+    for n in cycle.in_queue_order():
         if tries == 0:
             return
         waiting = cycle.waiting[n]

@@ -235,16 +235,13 @@ def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
     if not lent:
         return
     state, quotas, reservation = cycle.state, cycle.quotas, cycle.reservation
-    counted_on = (
-        {(p.node_id, g) for p in reservation.placements for g in p.gpus}
-        if (reservation is not None)
-        else set()
-    )
+    counted_on = set()  # the GPUs the reservation counts on
+    if reservation is not None:
+        counted_on = {(p.node_id, g) for p in reservation.placements for g in p.gpus}
     restart_ms = cycle.policy.restart_overhead_ns // 1_000_000
     given = [*cycle.stopping, *(cycle.quota_of(job) for job in lent)]
     tries = cycle.policy.preemptors_per_cycle
-    by_position = sorted(range(len(cycle.waiting)), key=lambda n: cycle.waiting[n].position)
-    for n in by_position:
+    for n in cycle.in_queue_order():
         reason = cycle.waiting[n].reason
         if tries == 0:
             return
