@@ -34,7 +34,7 @@ QUEUED: Final = "QUEUED"
 # allows already wait in the queue or hold GPUs. Stated by the fold, not by a plan.
 ARRAY_LIMIT: Final = "ARRAY_LIMIT"
 
-GroundCode = Literal["TIER", "FUNDED", "RECLAIM", "FAIR_SHARE", "DRAIN", "PACK", "LENT"]
+GroundCode = Literal["TIER", "FUNDED", "RECLAIM", "FAIR_SHARE", "DRAIN", "PACK", "LENT", "STALL"]
 
 TIER: Final = "TIER"  # the waiting job is of a higher tier
 FUNDED: Final = "FUNDED"  # the waiting job would be funded and the running one is not
@@ -45,3 +45,5 @@ DRAIN: Final = "DRAIN"  # its node is being drained
 PACK: Final = "PACK"
 # it started on GPUs set aside for the waiting job's reservation, which can start now
 LENT: Final = "LENT"
+# it holds back a reservation whose GPUs set aside would idle long for it
+STALL: Final = "STALL"

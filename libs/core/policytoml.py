@@ -32,7 +32,7 @@ import msgspec
 from allot.core.durations import format_duration, parse_duration
 from allot.core.fairshare import FairSharePolicy
 from allot.core.planning import Policy
-from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, LENT, PACK, RECLAIM, TIER
+from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, LENT, PACK, RECLAIM, STALL, TIER
 from allot.proto.commands import FieldError
 
 _S = 10**9
@@ -232,7 +232,7 @@ RULES: dict[str, _Rule] = {
     "order": _Choice(get_args(Policy.__annotations__["order"])),
     "strict": _Flag(),
     "quotas": _Flag(),
-    "grounds": _Choices((TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN, PACK, LENT)),
+    "grounds": _Choices((TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN, PACK, LENT, STALL)),
     "max_age_ns": _Duration(least_ns=1),
     "queue_depth": _Count(1),
     "fill_depth": _Count(0),

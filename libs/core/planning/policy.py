@@ -7,7 +7,17 @@ import msgspec
 
 from allot.core.fairshare import FairSharePolicy
 from allot.core.model import HOUR_NS
-from allot.proto.codes import DRAIN, FAIR_SHARE, FUNDED, LENT, PACK, RECLAIM, TIER, GroundCode
+from allot.proto.codes import (
+    DRAIN,
+    FAIR_SHARE,
+    FUNDED,
+    LENT,
+    PACK,
+    RECLAIM,
+    STALL,
+    TIER,
+    GroundCode,
+)
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,7 +42,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False  # stop at the first job that does not fit (no job passes another)
     quotas: bool = True  # honour the accounts' quotas
     # to preempt on
-    grounds: tuple[GroundCode, ...] = (TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN, PACK, LENT)
+    grounds: tuple[GroundCode, ...] = (TIER, FUNDED, RECLAIM, FAIR_SHARE, DRAIN, PACK, LENT, STALL)
     max_age_ns: int = 7 * 24 * HOUR_NS  # multifactor: the age at which the age factor is full
     # Jobs a cycle looks at, at most (Slurm's default_queue_depth is 100: filling past the
     # depth finds the small jobs a deeper look was for, so half that does as well)...

@@ -25,6 +25,7 @@ from allot.core.model import JobRecord
 from allot.core.planning.cycle import Cycle, Demand, demand_of
 from allot.core.planning.judge import SHORT_OF_ROOM
 from allot.core.planning.pack import pack
+from allot.core.planning.stall import unstall
 from allot.core.preemption import (
     TIER_RANK,
     Grounds,
@@ -46,6 +47,7 @@ from allot.proto.codes import (
     QUOTA,
     RECLAIM,
     RESERVED_FOR,
+    STALL,
     TIER,
     GroundCode,
     ReasonCode,
@@ -80,6 +82,9 @@ def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
     if LENT in allowed:
         running = running or _stoppable(cycle)
         _reclaim_lent(cycle, running, chosen_victims)
+    if STALL in allowed:
+        running = running or _stoppable(cycle)
+        unstall(cycle, running, chosen_victims, functools.partial(_within_rules, cycle), over_share)
     if PACK in allowed:
         rules = functools.partial(_within_rules, cycle, moved=True)
         pack(cycle, running or _stoppable(cycle), chosen_victims, rules)
