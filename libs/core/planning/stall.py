@@ -75,8 +75,9 @@ def unstall(
     if not _frees_room(cycle, reservation.placements, idle, in_the_way):
         return
     n = next(n for n, w in enumerate(cycle.waiting) if w.reason.job_id == job.job_id)
-    for_it = {"for": job.job_id}
-    stopped = [Preemption(job_id=v.job_id, code=STALL, params=for_it) for v, _ in victims]
+    stopped = [
+        Preemption(job_id=v.job_id, code=STALL, params={"for": job.job_id}) for v, _ in victims
+    ]
     chosen.update(v.job_id for v, _ in victims)
     cycle.stop_for(job, cycle.waiting[n].position, n, stopped, reservation.placements)
 
