@@ -195,3 +195,62 @@ def test_gpus_lent_this_cycle_are_not_held_and_lent_work_is_stopped_the_next() -
     started = msgspec.structs.replace(b.started("filler", node, gpus), meta=b.meta(NOW - MINUTE))
     state = fold(*stalling(), filler, b.plan(lent), started)
     assert sorted(stops(state)) == [("blocker", "STALL", "gang"), ("filler", "STALL", "gang")]
+
+
+def test_a_job_given_victims_on_another_ground_this_cycle_gets_no_second_hold() -> None:
+    # ``be`` (best-effort, all of n3) is stopped for the gang on TIER first: the gang is
+    # held n1 and n3, and nothing is stopped on n2 for it as well.
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.node("n3", 4),
+        *running("blocker", "n2", [0], ends_in=10 * HOUR, resumable=True),
+        *running("be", "n3", [0, 1, 2, 3], ends_in=100 * HOUR, resumable=True, tier="best-effort"),
+        b.submitted("gang", 4, workers=2, at=NOW - S, max_runtime_ns=HOUR),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [(p.job_id, p.code) for p in decided.preemptions] == [("be", "TIER")]
+    assert [h.job_id for h in decided.holds] == ["gang"]
+
+
+def test_another_account_is_not_stopped_past_what_it_borrows() -> None:
+    # lab/b borrows one GPU: stopping one of its two jobs ends that, and the other is then
+    # within its nominal quota (ADR 0032, P4): neither is stopped, since both must go.
+    accounts = (
+        account("lab"),
+        account("lab/a", quota={"gpu": 6}),
+        account("lab/b", quota={"gpu": 1}),
+    )
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        *accounts,
+        *running("b1", "n2", [0], ends_in=10 * HOUR, resumable=True, account="lab/b"),
+        *running("b2", "n2", [1], ends_in=10 * HOUR, resumable=True, account="lab/b"),
+        b.submitted("gang", 4, workers=2, at=NOW - S, max_runtime_ns=HOUR, account="lab/a"),
+    )
+    assert stops(state) == []
+
+
+def test_nothing_is_stopped_for_a_job_that_quota_would_then_refuse() -> None:
+    # ``late`` (lab/a, 3 GPUs) starts behind the gang this cycle, on n3: lab/a's quota of 9
+    # no longer holds the gang's 8, so stopping ``blocker`` would gain it nothing (P3).
+    accounts = (
+        account("lab", quota={"gpu": 9}),
+        account("lab/a", quota={"gpu": 9}),
+        account("lab/b", quota={"gpu": 0}),
+        account("other"),
+    )
+    state = fold(
+        b.node("n1", 4),
+        b.node("n2", 4),
+        b.node("n3", 4),
+        *accounts,
+        *running("blocker", "n2", [0], ends_in=10 * HOUR, resumable=True, account="lab/b"),
+        *running("fixed", "n3", [0], ends_in=50 * HOUR, account="other"),
+        b.submitted("gang", 4, workers=2, at=NOW - 2 * S, max_runtime_ns=HOUR, account="lab/a"),
+        b.submitted("late", 3, at=NOW - S, max_runtime_ns=50 * HOUR, account="lab/a"),
+    )
+    decided = plan(state, NOW, DEFAULT_POLICY)
+    assert [a.job_id for a in decided.admissions] == ["late"]
+    assert decided.preemptions == []

@@ -84,7 +84,9 @@ def preempt(cycle: Cycle, rest: Queued, depth: int) -> None:
         _reclaim_lent(cycle, running, chosen_victims)
     if STALL in allowed:
         running = running or _stoppable(cycle)
-        unstall(cycle, running, chosen_victims, functools.partial(_within_rules, cycle), over_share)
+        rules = functools.partial(_within_rules, cycle)
+        admits = functools.partial(_admitted_once_gone, cycle)
+        unstall(cycle, running, chosen_victims, rules, admits, over_share)
     if PACK in allowed:
         rules = functools.partial(_within_rules, cycle, moved=True)
         pack(cycle, running or _stoppable(cycle), chosen_victims, rules)

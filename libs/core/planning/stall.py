@@ -22,19 +22,25 @@ it, when all of these hold:
   time (or was lent GPUs set aside: it started knowing it would be stopped), and is of no
   more urgent tier; and the waiting job's account's rules
   (``AccountPreemption``, docs/adr/0032, P4 included: another account's nominal quota is
-  its own) let it stop each one;
+  its own, so none is stopped past what its account borrows) let it stop each one, and
+  quota would admit it with them gone (P3);
 - it is not of an account over its fair share stopping a job of an account that is not:
   else an account under its share could lose its job to every gang another account sends.
 
-Only the reservation's job, once a cycle."""
+Only the reservation's job, once a cycle, and not if it stopped others this cycle already."""
+
+from collections.abc import Callable
 
 from allot.core.model import JobRecord
 from allot.core.planning.cycle import WORTH_A_STOP, Cycle
 from allot.core.planning.pack import Rules
 from allot.core.preemption import TIER_RANK, Stoppable, as_victim
-from allot.core.victims import Victim
+from allot.core.victims import Allowed, Victim
 from allot.proto.codes import STALL, GroundCode
-from allot.proto.events import Placement, Preemption
+from allot.proto.events import JobSpec, Placement, Preemption
+
+# Whether quota would admit a job with its victims gone (``preempt._admitted_once_gone``).
+Admits = Callable[[JobSpec], Allowed | None]
 
 
 def unstall(
@@ -42,14 +48,16 @@ def unstall(
     running: Stoppable,
     chosen: set[str],
     rules: Rules,
+    admits: Admits,
     over_share: frozenset[str],
 ) -> None:
     """Stop the jobs in the way of the reservation, where its idle GPUs are worth it.
     ``running``: the jobs that may be stopped now; ``chosen``: those this cycle stops
-    already (added to); ``rules``: the accounts' preemption rules."""
+    already (added to); ``rules``: the accounts' preemption rules; ``admits``: quota's
+    say, with the victims gone."""
     reservation, state, now = cycle.reservation, cycle.state, cycle.now
-    if reservation is None:
-        return
+    if reservation is None or any(h.job_id == reservation.job_id for h in cycle.holds):
+        return  # held already: it stopped others this cycle
     job = state.jobs[reservation.job_id]
     spec, overhead = job.spec, cycle.policy.restart_overhead_ns
     wait = reservation.starts_at - now
@@ -73,6 +81,12 @@ def unstall(
     if len(idle) * (wait // 1_000_000) < WORTH_A_STOP * cost_ms:
         return
     if not _frees_room(cycle, reservation.placements, idle, in_the_way):
+        return
+    # Quota admits it with them gone, and no other account is stopped past what it
+    # borrows (ADR 0032, P3 and P4): as the victim search asks it.
+    allowed = admits(spec)
+    model = cycle.capacity.nodes[reservation.placements[0].node_id].model
+    if allowed is not None and not allowed([v for v, _ in victims], model, False):
         return
     n = next(n for n, w in enumerate(cycle.waiting) if w.reason.job_id == job.job_id)
     stopped = [
