@@ -16,6 +16,10 @@ A running job may be stopped for a waiting one when (codes in ``Preemption.code`
 - ``DRAIN``: its node is being drained (no waiting job needed, R15; ``allot.core.drain``);
 - ``PACK``: it can resume, and start again at once on GPUs free elsewhere, and the waiting
   job fits the free GPUs only spread over nodes (``allot.core.planning.pack``).
+- ``LENT``: it started on GPUs set aside for a reservation, whose job can now start
+  (``allot.core.planning.preempt``);
+- ``STALL``: it can resume, and it holds back a reservation whose GPUs set aside would idle
+  far longer than its stop is worth (``allot.core.planning.stall``).
 
 Never a job inside its minimum runtime (a funded job's protection; unfunded jobs have
 none), never one already being stopped, a gang only whole, and never a job of a higher tier
