@@ -13,6 +13,7 @@ import signal
 import socket
 import sys
 import sysconfig
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from allot.bus.tls import ServerTls, client_context, from_environment
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+_PROBE_TIMEOUT_S = 3.0  # one readiness probe: a connect and a JetStream request
 
 
 def nats_server_binary() -> str:
@@ -43,11 +45,22 @@ def nats_server_binary() -> str:
     return found
 
 
+# The ports free_port handed out lately. The kernel picks bind(0)'s port at random from half
+# the ephemeral range, so it repeats one within a few hundred picks; a stack picks several
+# in a row (client, websocket, routes, dashboard), and two servers given one port means the
+# second exits at start.
+_handed_out: deque[int] = deque(maxlen=1024)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A port nothing listens on now, and not one this process was given lately."""
+    while True:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port: int = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.append(port)
+            return port
 
 
 @dataclass(frozen=True)
@@ -231,35 +244,39 @@ class EmbeddedNats:
             process = await self._spawn()
 
     async def _wait_ready(self, timeout: float) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        probe = self._probe_options()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        options = self._probe_options()
         while True:
             if self._process is not None and self._process.returncode is not None:
                 raise RuntimeError(
-                    f"nats-server exited with {self._process.returncode}; see {self.log_path}"
+                    f"nats-server exited with {self._process.returncode}: "
+                    f"{_last_line(self.log_path)} (see {self.log_path})"
                 )
             try:
-                # Probe the port first: a refused nats.connect waits before it gives up.
-                _, writer = await asyncio.open_connection(self.host, self.port)
-                writer.close()
-                nc = await nats.connect(
-                    self.url,
-                    connect_timeout=1,
-                    max_reconnect_attempts=0,
-                    error_cb=_quiet,
-                    **probe,
-                )
-                try:
-                    await nc.jetstream().account_info()
-                    return
-                finally:
-                    await nc.close()
+                # Bounded: whatever else listens on the port (when the server could not)
+                # may accept a connection and never say a word.
+                await asyncio.wait_for(self._serves_jetstream(options), _PROBE_TIMEOUT_S)
+                return
             except Exception:
-                if asyncio.get_running_loop().time() > deadline:
+                if loop.time() > deadline:
                     raise TimeoutError(
                         f"nats-server on {self.url} not ready in {timeout}s"
                     ) from None
                 await asyncio.sleep(0.05)
+
+    async def _serves_jetstream(self, options: dict[str, Any]) -> None:
+        """Returns once JetStream answers on the port; raises while it does not."""
+        # Probe the port first: a refused nats.connect waits before it gives up.
+        _, writer = await asyncio.open_connection(self.host, self.port)
+        writer.close()
+        nc = await nats.connect(
+            self.url, connect_timeout=1, max_reconnect_attempts=0, error_cb=_quiet, **options
+        )
+        try:
+            await nc.jetstream().account_info()
+        finally:
+            await nc.close()
 
     def _probe_options(self) -> dict[str, Any]:
         """Connecting to see that the server is up: as an operator, where one is needed,
@@ -309,6 +326,15 @@ def _cluster_of(block: dict[str, Any] | None) -> Cluster | None:
     )
     secret = block["authorization"]["password"]
     return Cluster(name=block["name"], port=int(block["port"]), routes=routes, secret=secret)
+
+
+def _last_line(log_path: Path) -> str:
+    """What the server said last, usually why it exited ("address already in use")."""
+    try:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "its log cannot be read"
+    return lines[-1][-300:] if lines else "its log is empty"
 
 
 async def _quiet(error: Exception) -> None:
