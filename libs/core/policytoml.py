@@ -236,6 +236,7 @@ RULES: dict[str, _Rule] = {
     "max_age_ns": _Duration(least_ns=1),
     "queue_depth": _Count(1),
     "fill_depth": _Count(0),
+    "reservations": _Count(1),
 }
 
 

@@ -37,7 +37,7 @@ class IdleTally:
         self._available = 0  # GPUs there, while jobs wait
         self._capacity: tuple[int, int] = (-1, 0)  # (nodes version, GPUs of live nodes)
 
-    def observe(self, state: State, now: int, reservation: Reservation | None) -> None:
+    def observe(self, state: State, now: int, reservations: list[Reservation]) -> None:
         """The free GPUs after the plan at ``now``, counted until the next observation."""
         if self._since is not None:
             seconds = (now - self._since) / NS_PER_S
@@ -48,7 +48,7 @@ class IdleTally:
         self._idle, self._available = (0, 0, 0, 0), 0
         if state.pending:
             self._available = self._live_gpus(state)
-            self._idle = self._classify(state, self._available, reservation)
+            self._idle = self._classify(state, self._available, reservations)
 
     def shares(self) -> dict[str, float]:
         """Each kind's idle GPU time over the GPU time available while jobs waited."""
@@ -66,12 +66,12 @@ class IdleTally:
 
     @staticmethod
     def _classify(
-        state: State, capacity: int, reservation: Reservation | None
+        state: State, capacity: int, reservations: list[Reservation]
     ) -> tuple[int, int, int, int]:
         used = sum(held.get(GPU, 0) for path, held in state.quota_used.items() if "/" not in path)
         free = max(0, capacity - used)
         held = min(free, sum(map(len, _free_of(state, state.holds.values()))))
-        set_aside = sum(len(p.gpus) for p in reservation.set_aside) if reservation else 0
+        set_aside = sum(len(p.gpus) for r in reservations for p in r.set_aside)
         reserved = min(free - held, set_aside)
         rest = free - held - reserved
         fits = bool(state.sized_queues) and min(state.sized_queues) <= rest

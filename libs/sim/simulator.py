@@ -120,7 +120,7 @@ class Simulator:
         self.memo = PlanMemo(self.state)
         self.now = 0
         self.idle = IdleTally()  # why GPUs sat idle while jobs waited
-        self._reservation: Reservation | None = None  # the last plan's
+        self._reservations: list[Reservation] = []  # the last plan's
         self._ids = itertools.count()
         self._order = itertools.count()
         # (time, rank, order, kind, job id, attempt): an event of an attempt that is over is
@@ -182,7 +182,7 @@ class Simulator:
                     progress(ended, total)
                 self._advance()
                 self._plan()
-                self.idle.observe(self.state, self.now, self._reservation)
+                self.idle.observe(self.state, self.now, self._reservations)
                 if self._stuck():
                     break
                 moments += 1
@@ -395,7 +395,8 @@ class Simulator:
 
     def _plan(self) -> None:
         decided = plan(self.state, self.now, self.policy, self.memo)
-        self._reservation = decided.reservation
+        self._reservations = [decided.reservation] if decided.reservation else []
+        self._reservations += decided.further
         if decided.empty:
             return
         self._add(

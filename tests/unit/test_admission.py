@@ -252,8 +252,8 @@ holders = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
-@given(cluster, holders, st.lists(job_shapes, max_size=14), st.booleans())
+@settings(max_examples=160, deadline=None)
+@given(cluster, holders, st.lists(job_shapes, max_size=14), st.booleans(), st.sampled_from([1, 3]))
 # A job ahead of the reserved gang, put back as it would borrow, takes a GPU set aside for
 # the gang and holds it with no declared end: the reservation cannot stand.
 @example(
@@ -262,17 +262,20 @@ holders = st.lists(
     queued=[(1, 1, "nvlink", "interactive", None, False)] * 12
     + [(2, 8, "rack", "interactive", None, False)],
     quotas=True,
+    reservations=1,
 )
 def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],
     queued: list[tuple[int, int, str, str, int | None, bool]],
     quotas: bool,
+    reservations: int,
 ) -> None:
     state = fold(*scenario(nodes, held, queued, quotas))
-    decided = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)
+    policy = msgspec.structs.replace(DEFAULT_POLICY, reservations=reservations)
+    decided = plan(state, NOW, policy, whole_queue=True)
     # A cycle that stops once no GPU is left decides the same; it states fewer reasons.
-    stopped_early = plan(state, NOW, DEFAULT_POLICY)
+    stopped_early = plan(state, NOW, policy)
     for field in ("admissions", "preemptions", "holds"):
         assert getattr(stopped_early, field) == getattr(decided, field)
     assert all(w in decided.waiting for w in stopped_early.waiting)
@@ -285,7 +288,9 @@ def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     # No head-of-line blocking: what waits for room does not fit in what is left, held
     # GPUs aside; what waits for held GPUs fits only with them.
     left = Capacity.of(state)
-    held_gpus = list(decided.reservation.set_aside) if decided.reservation else []
+    reserved = [decided.reservation, *decided.further] if decided.reservation else []
+    assert len(reserved) <= reservations
+    held_gpus = [p for r in reserved for p in r.set_aside]
     held_gpus += [p for hold in decided.holds for p in hold.placements]  # kept for preemptors
     for placement in held_gpus:
         left.take(placement.node_id, placement.gpus)
@@ -294,11 +299,13 @@ def test_plans_are_sound_and_leave_no_fitting_job_waiting(
         if waiting.reason.code in ("NO_FIT", "NO_BLOCK", "BEHIND", "RESERVED_FOR"):
             assert left.place(spec.workers, spec.gpus, spec.topology, left.models) is None
 
-    # Backfill never delays the reservation: each GPU it will take is free by then, by
-    # the declared runtimes of whatever holds it now.
-    if decided.reservation is not None:
-        starts = decided.reservation.starts_at
-        for placement in decided.reservation.placements:
+    # Backfill never delays a reservation: each GPU it will take is free by then, by the
+    # declared runtimes of whatever holds it now; and no two reservations count on one GPU.
+    counted_on = [(p.node_id, g) for r in reserved for p in r.placements for g in p.gpus]
+    assert len(counted_on) == len(set(counted_on))
+    for reservation in reserved:
+        starts = reservation.starts_at
+        for placement in reservation.placements:
             node = state.nodes[placement.node_id]
             for index in placement.gpus:
                 holder = node.allocated.get(index)

@@ -59,6 +59,6 @@ def test_gpus_kept_for_a_preemptor_count_as_held_only_once_free() -> None:
     )  # fmt: skip
     state.holds["p"] = [Placement(node_id="n1", gpus=list(range(8)))]
     tally = IdleTally()
-    tally.observe(state, 0, None)
-    tally.observe(state, 10**9, None)
+    tally.observe(state, 0, [])
+    tally.observe(state, 10**9, [])
     assert tally.gpu_s == {"held": 0.0, "reserved": 0.0, "too_small": 6.0, "unplaced": 0.0}

@@ -46,6 +46,11 @@ demand_of: Callable[[JobSpec], Demand] = attrgetter(
 
 
 Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
+# Which GPUs set aside a job may start on: the first reservation's (it ends before that one
+# starts, or may be lent them), and the further reservations' it ends before, by index. Part
+# of the keys refusals are kept by: a job that may use more sees more room.
+SetAside = tuple[bool, tuple[int, ...]]
+NONE_SET_ASIDE: SetAside = (False, ())
 # A stop is worth it only for a run of this many restart overheads at least: GPUs set
 # aside are lent only where the reservation starts that much later, and a job is moved
 # (PACK) only once it has run that long. Less, and restarts would be much of what it runs.
@@ -108,6 +113,8 @@ class Cycle:
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
+        # Reservations for the jobs short of room after the first one's (``reserve_further``)
+        self.further: list[Reservation] = []
         self.reserved_at = 0  # the reservation's job's position in the queue
         # The releases as of how many admissions, and whether they depend on ``now``.
         self.releases: tuple[int, Releases] = (-1, [])
@@ -128,10 +135,10 @@ class Cycle:
                     self.stopping.append(self.quota_of(state.jobs[job_id]))
         # (shape, models, may use set-aside GPUs) -> why such a job does not fit. Within a
         # cycle free space only shrinks, so a shape that failed once fails again.
-        self.unplaced: dict[tuple[JobShape, tuple[str, ...], bool], Refusal] = {}
+        self.unplaced: dict[tuple[JobShape, tuple[str, ...], SetAside], Refusal] = {}
         # (demand, may use set-aside GPUs) -> the refusal, and the quota version it was
         # made at (``judge.verdict``)
-        self.refused: dict[tuple[Demand, bool], tuple[Refusal, int]] = {}
+        self.refused: dict[tuple[Demand, SetAside], tuple[Refusal, int]] = {}
         # demand -> whether it borrows on every model (``borrows_anywhere``), and the quota
         # version that was worked out at
         self._borrowing: dict[Demand, tuple[bool, int]] = {}
@@ -152,6 +159,7 @@ class Cycle:
             bool(self.capacity.nodes)
             and not set_aside
             and not any(self.capacity.free_by_model.values())
+            and not any(r.set_aside for r in self.further)
         )
 
     def borrows(self, job: JobRecord, placements: list[Placement]) -> bool:
@@ -191,10 +199,31 @@ class Cycle:
     def models_of_spec(self, spec: JobSpec) -> list[str]:
         return [spec.flavor] if spec.flavor else self.capacity.models
 
-    def may_use_set_aside(self, job: JobRecord) -> bool:
-        """Whether the job may start on the GPUs set aside for the reservation: it ends
-        before the reservation starts (backfill), or it may be lent them."""
-        return self.ends_before_reservation(job) or self.may_be_lent(job)
+    def may_use_set_aside(self, job: JobRecord, ahead: bool = False) -> SetAside:
+        """Which GPUs set aside the job may start on: the first reservation's where it ends
+        before that starts (backfill), it may be lent them, or it comes ``ahead`` of that
+        reservation's job; a further reservation's where it ends before that one starts."""
+        first = ahead or self.ends_before_reservation(job) or self.may_be_lent(job)
+        runtime = job.spec.max_runtime_ns
+        if not self.further or runtime is None:
+            return first, ()
+        ends = self.now + runtime
+        return first, tuple(n for n, r in enumerate(self.further) if ends <= r.starts_at)
+
+    def set_aside(self, usable: SetAside) -> list[tuple[str, list[int]]]:
+        """The GPUs set aside that ``usable`` names, by node."""
+        first, further = usable
+        reservation = self.reservation
+        lent = reservation.set_aside if first and reservation is not None else []
+        for n in further:
+            lent = [*lent, *self.further[n].set_aside]
+        return [(p.node_id, p.gpus) for p in lent]
+
+    def reservation_of(self, job_id: str) -> Reservation | None:
+        """The job's reservation this cycle, the first or a further one."""
+        if self.reservation is not None and self.reservation.job_id == job_id:
+            return self.reservation
+        return next((r for r in self.further if r.job_id == job_id), None)
 
     def ends_before_reservation(self, job: JobRecord) -> bool:
         """Whether the job's declared runtime ends before the reservation starts."""
@@ -289,10 +318,30 @@ class Cycle:
                 # behind others instead. Every other refusal stands.
                 self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
                 self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
+        if self.further:
+            self._take_further(placements)
         model = self.capacity.nodes[placements[0].node_id].model
         self.quotas.charge(job.spec.account, needs(job.spec, model))
         funded = fund(self.state, job.spec, self.now, self.budget_reserved)
         self.admitted.append(Admitted(job=job, placements=placements, funded=funded, lent=lent))
+
+    def _take_further(self, placements: list[Placement]) -> None:
+        """GPUs set aside for further reservations that an admitted job takes: only jobs
+        that end before those start are given them (``may_use_set_aside``)."""
+        taken = {(p.node_id, g) for p in placements for g in p.gpus}
+        shrunk = False
+        for n, reservation in enumerate(self.further):
+            still = [
+                Placement(node_id=p.node_id, gpus=gpus)
+                for p in reservation.set_aside
+                if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
+            ]
+            if still != reservation.set_aside:
+                self.further[n] = msgspec.structs.replace(reservation, set_aside=still)
+                shrunk = True
+        if shrunk:  # as for the first reservation's, in ``admit``
+            self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
+            self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
 
     def stop_for(
         self,

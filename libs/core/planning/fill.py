@@ -14,13 +14,13 @@ Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's ord
 
 def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
     """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
-    the reservation, which a job that ends before it starts, or one it may be lent to, may
-    use) start where they fit.
+    the reservations, which a job that ends before one starts, or one the first's may be
+    lent to, may use) start where they fit.
     ``unreached``: the jobs phases 2 and 3 did not look at, in order."""
     if cycle.no_room():
         return
     if not any(cycle.capacity.free_by_model.values()) and not _could_use_set_aside(cycle):
-        return  # only GPUs set aside for the reservation are free, and no job may use them
+        return  # only GPUs set aside for reservations are free, and no job may use them
     left = _left(cycle)
     borrowing: list[JobRecord] = []  # that would start, but borrow: after the rest
     for job in not_looked_at(cycle, unreached, left):
@@ -93,17 +93,19 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
 
 
 def _could_use_set_aside(cycle: Cycle) -> bool:
-    """Whether some waiting job could use the GPUs set aside for the reservation: they may
-    be lent, or a job declares a runtime that ends before the reservation starts."""
+    """Whether some waiting job could use the GPUs set aside for the reservations: the
+    first's may be lent, or a job declares a runtime that ends before one starts."""
     runtimes, reserved = cycle.state.waiting_runtimes, cycle.reservation
     if reserved is None:
         return False
-    return cycle.lends() or (bool(runtimes) and cycle.now + runtimes[0] <= reserved.starts_at)
+    latest = max(r.starts_at for r in (reserved, *cycle.further))
+    return cycle.lends() or (bool(runtimes) and cycle.now + runtimes[0] <= latest)
 
 
 def _left(cycle: Cycle) -> int:
     """The most GPUs a job could get now: the free GPUs of one model, and those set aside
-    for the reservation."""
+    for the reservations."""
     reservation = cycle.reservation
     set_aside = sum(len(p.gpus) for p in reservation.set_aside) if reservation else 0
+    set_aside += sum(len(p.gpus) for r in cycle.further for p in r.set_aside)
     return max(cycle.capacity.free_by_model.values(), default=0) + set_aside

@@ -3,14 +3,14 @@
 Quota first: the job must fit its nominal quota, borrowing and lending limits (``quota``).
 Then placement: whole gangs only, topology respected, best fit (``placement``). A job
 that ends before the reservation starts may use the GPUs set aside for it (backfill, R5).
-The first jobs short of room get a reservation (``reserve``).
+The first jobs short of room get reservations (``reserve``).
 """
 
 import msgspec
 
 from allot.core.model import JobRecord
-from allot.core.planning.cycle import Cycle, JobShape, Refusal, demand_of, shape_of
-from allot.core.planning.reserve import may_reserve, reserve
+from allot.core.planning.cycle import Cycle, JobShape, Refusal, SetAside, demand_of, shape_of
+from allot.core.planning.reserve import may_reserve, may_reserve_further, reserve, reserve_further
 from allot.core.quota import QuotaBlock
 from allot.core.topology import model_of
 from allot.proto.codes import (
@@ -49,7 +49,7 @@ def consider(
     if held is not None and _consider_held(cycle, job, position, held):
         return
     ahead = put_back and cycle.reservation is not None and position < cycle.reserved_at
-    found, fresh = verdict(cycle, job, ahead or cycle.may_use_set_aside(job))
+    found, fresh = verdict(cycle, job, cycle.may_use_set_aside(job, ahead))
     if isinstance(found, list):
         if borrowing is not None and cycle.borrows(job, found):
             borrowing.append((position, job))
@@ -60,11 +60,16 @@ def consider(
             _reserve_again(cycle, cycle.state.jobs[reserved.job_id])
         return None
     code, params, detail = found
-    if fresh and code in SHORT_OF_ROOM and may_reserve(cycle):
-        reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
-        cycle.reserved_at = position
-        if cycle.reservation is not None:
-            detail = {**detail, "estimated_start": cycle.reservation.starts_at}
+    if code in SHORT_OF_ROOM:
+        if fresh and may_reserve(cycle):
+            reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
+            cycle.reserved_at = position
+        elif may_reserve_further(cycle, job):
+            models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
+            reserve_further(cycle, job, models)
+        reservation = cycle.reservation_of(job.job_id)
+        if reservation is not None:
+            detail = {**detail, "estimated_start": reservation.starts_at}
     cycle.wait(job, position, code, params, detail)
 
 
@@ -86,7 +91,9 @@ def behind(cycle: Cycle, job: JobRecord, position: int) -> None:
     cycle.wait(job, position, BEHIND, {"need": job.spec.total_gpus})
 
 
-def verdict(cycle: Cycle, job: JobRecord, short: bool) -> tuple[list[Placement] | Refusal, bool]:
+def verdict(
+    cycle: Cycle, job: JobRecord, short: SetAside
+) -> tuple[list[Placement] | Refusal, bool]:
     """Where the job starts, or why it cannot; and whether that was worked out afresh.
     Free space and quota room only shrink within a cycle: a job of a demand refused before
     is refused for the same reason."""
@@ -139,7 +146,7 @@ def _once_others_stopped(cycle: Cycle, job: JobRecord) -> bool:
     return bool(models) and cycle.capacity.place(*shape_of(job.spec), models) is not None
 
 
-def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refusal:
+def _judge(cycle: Cycle, job: JobRecord, short: SetAside) -> list[Placement] | Refusal:
     """Where the job goes now, or why it cannot."""
     spec, capacity = job.spec, cycle.capacity
     if not capacity.nodes:
@@ -167,24 +174,35 @@ def _judge(cycle: Cycle, job: JobRecord, short: bool) -> list[Placement] | Refus
     return code, params, detail
 
 
-def _place(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> list[Placement] | None:
-    reservation = cycle.reservation
-    if not short or reservation is None or not reservation.set_aside:
+def _place(
+    cycle: Cycle, shape: JobShape, models: list[str], short: SetAside
+) -> list[Placement] | None:
+    set_aside = cycle.set_aside(short)
+    if not set_aside:
         return cycle.capacity.place(*shape, models)
-    # It ends before the reservation starts, or it may be lent them, so it may use the GPUs
+    # It ends before the reservations start, or it may be lent them, so it may use the GPUs
     # set aside meanwhile (those it is admitted to are no longer set aside: ``Cycle.admit``).
-    with cycle.capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
+    with cycle.capacity.lent(set_aside):
         return cycle.capacity.place(*shape, models)
 
 
-def _why(cycle: Cycle, shape: JobShape, models: list[str], short: bool) -> Refusal:
+def _why(cycle: Cycle, shape: JobShape, models: list[str], short: SetAside) -> Refusal:
     """Why a job that quota allows does not fit: code, parameters, figures of the moment."""
-    capacity, reservation = cycle.capacity, cycle.reservation
+    capacity = cycle.capacity
     workers, per_worker, topology = shape
     need = workers * per_worker
-    # With nothing set aside, it would be the placement that just failed, tried again.
-    if reservation is not None and reservation.set_aside and not short:
-        with capacity.lent((p.node_id, p.gpus) for p in reservation.set_aside):
+    # The first reservation, in order, whose GPUs set aside, with those of the reservations
+    # before it that the job may not use, would let it fit (with nothing set aside, it would
+    # be the placement that just failed, tried again).
+    first, further = short
+    barred = [] if first or cycle.reservation is None else [cycle.reservation]
+    barred += [r for n, r in enumerate(cycle.further) if n not in further]
+    lent: list[tuple[str, list[int]]] = cycle.set_aside(short)
+    for reservation in barred:
+        if not reservation.set_aside:
+            continue
+        lent += [(p.node_id, p.gpus) for p in reservation.set_aside]
+        with capacity.lent(lent):
             fits = capacity.place(*shape, models)
         if fits is not None:
             return (

@@ -44,6 +44,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     holds: list[Hold] = []  # GPUs kept for jobs that preempted others; empty: let go
     waiting: list[Waiting] = []  # every job looked at and left waiting, in order; not recorded
     reservation: Reservation | None = None  # not recorded
+    further: list[Reservation] = []  # reservations past the first; not recorded
 
     @property
     def empty(self) -> bool:
@@ -61,7 +62,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         code_version: str,
     ) -> PlanComputed:
         """The plan as the log records it: its decisions, and what they were computed from
-        (``waiting`` and ``reservation`` are not recorded)."""
+        (``waiting`` and the reservations are not recorded)."""
         return PlanComputed(
             meta=meta,
             basis_seq=basis_seq,
@@ -105,7 +106,7 @@ def plan(
     cycle = Cycle(state, now, policy, ranked, memo)
     depth = len(state.pending) if whole_queue else policy.queue_depth
     # 1. Order the waiting jobs; 2. judge each in turn, up to the depth (3. reserving for
-    # the first short of room).
+    # the first short of room, and as many more as the policy asks).
     queued = enumerate(ordered(state, ranked, now, policy), 1)
     unreached, blocked = _judge_in_order(cycle, queued, depth, whole_queue)
     # 4. Fill what is left, past the depth.
@@ -184,6 +185,7 @@ def _decided(cycle: Cycle, whole_queue: bool) -> Plan:
         ranks=[rank_of(a) for a in _accounts_of(state, named) if a in ranked],
         waiting=waiting,
         reservation=cycle.reservation,
+        further=cycle.further,
         preemptions=cycle.preemptions,
         holds=cycle.holds,
     )

@@ -206,8 +206,7 @@ def _scan(
         tries -= 1
         models = cycle.models_of(job)
         admits = _admitted_once_gone(cycle, spec)
-        reservation = cycle.reservation
-        own = reservation if reservation and reservation.job_id == job.job_id else None
+        own = cycle.reservation_of(job.job_id)
         # What is set aside for it is its to use; set aside still, for this cycle, after:
         # jobs behind it were told so (RESERVED_FOR). Next cycle the hold alone speaks for it.
         reclaims = grounds.reclaims_from
@@ -266,8 +265,8 @@ def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
         if not victims or not models:
             continue
         tries -= 1
-        own = reservation is not None and reservation.job_id == job.job_id
-        set_aside = reservation.set_aside if own and reservation is not None else []
+        own = cycle.reservation_of(job.job_id)
+        set_aside = own.set_aside if own is not None else []
         with cycle.capacity.lent((p.node_id, p.gpus) for p in set_aside):
             found = choose(
                 cycle.capacity, job.spec, models, victims, _admitted_once_lent_gone(cycle, job)
@@ -275,7 +274,8 @@ def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
         if found is None:
             continue
         stopping, placements = found
-        if not own and any((p.node_id, g) in counted_on for p in placements for g in p.gpus):
+        first = own is not None and own is reservation
+        if not first and any((p.node_id, g) in counted_on for p in placements for g in p.gpus):
             continue  # it would take what the reservation counts on
         stopped = [
             Preemption(job_id=v.job_id, code=LENT, params={"for": job.job_id}) for v in stopping

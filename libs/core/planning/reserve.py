@@ -1,7 +1,14 @@
 """Phase 3: the highest-ranked job that does not fit gets a reservation: the GPUs it will
 take at the earliest time running jobs' declared ``max_runtime`` free enough of them. Those
 of them free now are set aside: later jobs start on them only when their own
-``max_runtime`` ends before the reservation starts (backfill, R5)."""
+``max_runtime`` ends before the reservation starts (backfill, R5).
+
+Where the policy asks for more (``reservations``), the next jobs short of room get further
+reservations, in queue order, as Slurm's backfill plans a start for every job it looks at:
+each where it would start once the GPUs running jobs free come free, less those the
+reservations before it count on. One job of many GPUs protected alone leaves the next ones
+to wait behind every small job that backfills; each further reservation keeps such a job's
+GPUs from work that would outlast its start."""
 
 import bisect
 
@@ -39,17 +46,65 @@ def reserve(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
     if reserved is None:
         return
     starts_at, found = reserved
+    set_aside = _set_aside(cycle, found)
+    cycle.reservation = Reservation(
+        job_id=job.job_id, starts_at=starts_at, placements=found, set_aside=set_aside
+    )
+
+
+def may_reserve_further(cycle: Cycle, job: JobRecord) -> bool:
+    """Whether the job, short of room, gets a further reservation: the first one was made,
+    and fewer than the policy's ``reservations`` so far."""
+    return (
+        len(cycle.further) + 1 < cycle.policy.reservations
+        and cycle.reservation is not None
+        and cycle.reservation.job_id != job.job_id
+        and cycle.policy.backfill
+    )
+
+
+def reserve_further(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
+    """Set aside for ``job`` the GPUs it will take once enough running jobs have ended, of
+    those no earlier reservation counts on (those stay taken: when the earlier ones end is
+    not counted, so this estimate is late rather than early)."""
+    counted_on: dict[str, set[int]] = {}
+    for earlier in (cycle.reservation, *cycle.further):
+        for placement in earlier.placements if earlier is not None else ():
+            counted_on.setdefault(placement.node_id, set()).update(placement.gpus)
+    releases = [
+        (at, kept)
+        for at, placements in _releases(cycle)
+        if (
+            kept := {
+                node_id: [g for g in gpus if g not in counted_on.get(node_id, ())]
+                for node_id, gpus in placements.items()
+            }
+        )
+    ]
+    shape = shape_of(job.spec)
+    reserved = _find_reservation(cycle.capacity, shape, models, releases)
+    if reserved is not None:
+        starts_at, found = reserved
+        further = Reservation(
+            job_id=job.job_id,
+            starts_at=starts_at,
+            placements=found,
+            set_aside=_set_aside(cycle, found),
+        )
+        cycle.further.append(further)
+
+
+def _set_aside(cycle: Cycle, placements: list[Placement]) -> list[Placement]:
+    """Of the GPUs a reservation will take, those free now, taken out of the free ones."""
     set_aside = []
-    for placement in found:
+    for placement in placements:
         space = cycle.capacity.nodes[placement.node_id]
         free_now = {g for island in space.islands for g in island}
         gpus = [g for g in placement.gpus if g in free_now]
         if gpus:
             set_aside.append(Placement(node_id=placement.node_id, gpus=gpus))
             cycle.capacity.take(placement.node_id, gpus)
-    cycle.reservation = Reservation(
-        job_id=job.job_id, starts_at=starts_at, placements=found, set_aside=set_aside
-    )
+    return set_aside
 
 
 def _reservation_key(cycle: Cycle, shape: JobShape, models: list[str]) -> tuple[object, ...]:

@@ -1,0 +1,111 @@
+"""Reservations past the first (policy ``reservations``): each job short of room, in queue
+order, gets the GPUs it will take once running jobs end, less those the reservations before
+it count on; backfill may use what is set aside for it only where it ends before the start."""
+
+import msgspec
+import pytest
+
+from allot.core import DEFAULT_POLICY, plan
+from allot.core.planning import Plan, Policy
+from allot.core.policytoml import PolicyError, read_policy
+from tests import builders as b
+from tests.builders import fold
+from tests.unit.test_admission import HOUR, NOW, reasons, running
+
+TWO = msgspec.structs.replace(DEFAULT_POLICY, reservations=2)
+
+
+def two_big_jobs_and_small_ones(short_runtime: int) -> list[object]:
+    """Two nodes, 2 GPUs free on each: n1's others free in 1 h, n2's in 2 h. Two 8-GPU jobs
+    wait, then a 2-GPU job with no declared end and one that declares ``short_runtime``."""
+    return [
+        b.node("n1", 8),
+        b.node("n2", 8),
+        *running("r1", "n1", [0, 1, 2, 3, 4, 5], ends_in=HOUR),
+        *running("r2", "n2", [0, 1, 2, 3, 4, 5], ends_in=2 * HOUR),
+        b.submitted("big1", 8, at=NOW),
+        b.submitted("big2", 8, at=NOW),
+        b.submitted("long", 2, at=NOW),
+        b.submitted("short", 2, at=NOW, max_runtime_ns=short_runtime),
+    ]
+
+
+def admitted(decided: Plan) -> list[str]:
+    return [a.job_id for a in decided.admissions]
+
+
+def estimated_start(decided: Plan, job_id: str) -> object:
+    return next(w for w in decided.waiting if w.reason.job_id == job_id).detail.get(
+        "estimated_start"
+    )
+
+
+def test_with_one_reservation_the_second_big_job_loses_its_gpus_to_work_with_no_end() -> None:
+    state = fold(*two_big_jobs_and_small_ones(short_runtime=HOUR))
+    decided = plan(state, NOW, DEFAULT_POLICY, whole_queue=True)
+    assert decided.further == []
+    assert estimated_start(decided, "big2") is None
+    assert "long" in admitted(decided)  # on n2's free GPUs, for as long as it likes
+
+
+def test_a_second_reservation_keeps_its_gpus_from_work_that_would_outlast_its_start() -> None:
+    state = fold(*two_big_jobs_and_small_ones(short_runtime=HOUR))
+    decided = plan(state, NOW, TWO, whole_queue=True)
+    assert decided.reservation is not None and decided.reservation.job_id == "big1"
+    [second] = decided.further
+    assert (second.job_id, second.starts_at) == ("big2", NOW + 2 * HOUR)
+    assert [p.node_id for p in second.placements] == ["n2"]
+    assert [(p.node_id, p.gpus) for p in second.set_aside] == [("n2", [6, 7])]
+    assert estimated_start(decided, "big2") == NOW + 2 * HOUR
+    # The job that ends within the hour backfills; the one with no end waits, told whose
+    # GPUs it would take.
+    assert admitted(decided) == ["short"]
+    assert reasons(decided)["long"] == ("RESERVED_FOR", {"job": "big1"})
+
+
+@pytest.mark.parametrize(("runtime", "starts"), [(2 * HOUR, True), (2 * HOUR + 1, False)])
+def test_backfill_on_a_further_reservation_ends_by_its_start(runtime: int, starts: bool) -> None:
+    # n1's GPUs go to big1 in 1 h: only n2's, set aside for big2 from 2 h, are usable.
+    state = fold(*two_big_jobs_and_small_ones(short_runtime=runtime))
+    decided = plan(state, NOW, TWO, whole_queue=True)
+    assert admitted(decided) == (["short"] if starts else [])
+    if not starts:
+        assert reasons(decided)["short"] == ("RESERVED_FOR", {"job": "big1"})
+
+
+def test_a_further_reservation_leaves_what_the_first_counts_on() -> None:
+    # One node, all of it free in 1 h: every GPU that comes free is big1's, so big2 gets
+    # no estimate (and not the same start on the same GPUs).
+    state = fold(
+        b.node("n1", 8),
+        *running("r1", "n1", [0, 1, 2, 3, 4, 5, 6, 7], ends_in=HOUR),
+        b.submitted("big1", 8, at=NOW),
+        b.submitted("big2", 8, at=NOW),
+    )
+    decided = plan(state, NOW, TWO, whole_queue=True)
+    assert decided.reservation is not None and decided.reservation.job_id == "big1"
+    assert decided.further == []
+    assert estimated_start(decided, "big2") is None
+
+
+def test_no_more_reservations_than_the_policy_asks_for() -> None:
+    events = [b.node(f"n{i}", 8) for i in range(4)]
+    for i in range(4):
+        events += running(f"r{i}", f"n{i}", [0, 1, 2, 3, 4, 5, 6], ends_in=(i + 1) * HOUR)
+    events += [b.submitted(f"big{i}", 8, at=NOW) for i in range(4)]
+    state = fold(*events)
+    for count in (1, 2, 3, 4):
+        policy = msgspec.structs.replace(DEFAULT_POLICY, reservations=count)
+        decided = plan(state, NOW, policy, whole_queue=True)
+        assert decided.reservation is not None
+        reserved = [decided.reservation, *decided.further]
+        assert [(r.job_id, r.starts_at) for r in reserved] == [
+            (f"big{i}", NOW + (i + 1) * HOUR) for i in range(count)
+        ]
+
+
+def test_the_policy_file_takes_a_count_of_reservations_and_refuses_none() -> None:
+    policy = read_policy('name = "deep"\nreservations = 4\n')
+    assert isinstance(policy, Policy) and policy.reservations == 4
+    with pytest.raises(PolicyError, match="reservations"):
+        read_policy('name = "none"\nreservations = 0\n')
