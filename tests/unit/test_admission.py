@@ -264,6 +264,18 @@ holders = st.lists(
     quotas=True,
     reservations=1,
 )
+# The same, with a further reservation: the first is made again where it can be now, and
+# the further one after it, not on GPUs the first now counts on.
+@example(
+    nodes=[(4, "r1"), (8, "r1"), (8, "r1")],
+    held=[(1, None), (4, 1), (1, None), (2, None), (5, 1), (1, None)],
+    queued=[(1, 1, "nvlink", "interactive", None, False)] * 9
+    + [(1, 8, "nvlink", "interactive", None, False)]
+    + [(1, 1, "nvlink", "interactive", None, False)] * 2
+    + [(1, 4, "nvlink", "interactive", None, False)],
+    quotas=True,
+    reservations=2,
+)
 def test_plans_are_sound_and_leave_no_fitting_job_waiting(
     nodes: list[tuple[int, str]],
     held: list[tuple[int, int | None]],

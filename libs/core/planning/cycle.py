@@ -113,8 +113,10 @@ class Cycle:
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
         self.reservation_tries = 0
-        # Reservations for the jobs short of room after the first one's (``reserve_further``)
+        # Reservations for the jobs short of room after the first one's (``reserve_further``),
+        # and the (shape, models) that found none
         self.further: list[Reservation] = []
+        self.further_unplaced: set[tuple[JobShape, tuple[str, ...]]] = set()
         self.reserved_at = 0  # the reservation's job's position in the queue
         # The releases as of how many admissions, and whether they depend on ``now``.
         self.releases: tuple[int, Releases] = (-1, [])

@@ -62,11 +62,10 @@ def consider(
     code, params, detail = found
     if code in SHORT_OF_ROOM:
         if fresh and may_reserve(cycle):
-            reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
+            reserve(cycle, job, _models(cycle, job))
             cycle.reserved_at = position
         elif may_reserve_further(cycle, job):
-            models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
-            reserve_further(cycle, job, models)
+            reserve_further(cycle, job, _models(cycle, job))
         reservation = cycle.reservation_of(job.job_id)
         if reservation is not None:
             detail = {**detail, "estimated_start": reservation.starts_at}
@@ -75,15 +74,33 @@ def consider(
 
 def _reserve_again(cycle: Cycle, job: JobRecord) -> None:
     """The reservation's job, after a job ahead of it took GPUs set aside for it past its
-    start: reserved for again, where it can be now, and its estimated start told anew."""
-    reserve(cycle, job, cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0])
-    reservation = cycle.reservation
+    start: reserved for again, where it can be now, and so are the further reservations'
+    jobs after it, in order (theirs left out what the first counted on); each one's
+    estimated start told anew."""
+    further = [cycle.state.jobs[r.job_id] for r in cycle.further]
+    for reservation in cycle.further:
+        for placement in reservation.set_aside:
+            cycle.capacity.give(placement.node_id, placement.gpus)
+    cycle.further, cycle.further_unplaced = [], set()
+    reserve(cycle, job, _models(cycle, job))
+    for other in further:
+        if may_reserve_further(cycle, other):
+            reserve_further(cycle, other, _models(cycle, other))
+    estimates: dict[str, int | None] = {j.job_id: None for j in (job, *further)}
+    for made in (cycle.reservation, *cycle.further):
+        if made is not None:
+            estimates[made.job_id] = made.starts_at
     for n, waiting in enumerate(cycle.waiting):
-        if waiting.reason.job_id == job.job_id:
+        if waiting.reason.job_id in estimates:
             detail = {k: v for k, v in waiting.detail.items() if k != "estimated_start"}
-            if reservation is not None:
-                detail["estimated_start"] = reservation.starts_at
+            if (starts_at := estimates[waiting.reason.job_id]) is not None:
+                detail["estimated_start"] = starts_at
             cycle.waiting[n] = msgspec.structs.replace(waiting, detail=detail)
+
+
+def _models(cycle: Cycle, job: JobRecord) -> list[str]:
+    """The GPU models the job's quota lets it run on."""
+    return cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
 
 
 def behind(cycle: Cycle, job: JobRecord, position: int) -> None:

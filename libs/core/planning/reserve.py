@@ -66,32 +66,39 @@ def may_reserve_further(cycle: Cycle, job: JobRecord) -> bool:
 def reserve_further(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
     """Set aside for ``job`` the GPUs it will take once enough running jobs have ended, of
     those no earlier reservation counts on (those stay taken: when the earlier ones end is
-    not counted, so this estimate is late rather than early)."""
+    not counted, so this estimate is late rather than early). A shape that found no such
+    start finds none later in the cycle either: free GPUs and releases only shrink."""
+    shape = shape_of(job.spec)
+    tried = (shape, tuple(models))
+    if tried in cycle.further_unplaced:
+        return
     counted_on: dict[str, set[int]] = {}
     for earlier in (cycle.reservation, *cycle.further):
         for placement in earlier.placements if earlier is not None else ():
             counted_on.setdefault(placement.node_id, set()).update(placement.gpus)
     releases = [
-        (at, kept)
-        for at, placements in _releases(cycle)
-        if (
-            kept := {
-                node_id: [g for g in gpus if g not in counted_on.get(node_id, ())]
-                for node_id, gpus in placements.items()
-            }
-        )
+        (at, kept) for at, placed in _releases(cycle) if (kept := _less(placed, counted_on))
     ]
-    shape = shape_of(job.spec)
     reserved = _find_reservation(cycle.capacity, shape, models, releases)
-    if reserved is not None:
-        starts_at, found = reserved
-        further = Reservation(
-            job_id=job.job_id,
-            starts_at=starts_at,
-            placements=found,
-            set_aside=_set_aside(cycle, found),
-        )
-        cycle.further.append(further)
+    if reserved is None:
+        cycle.further_unplaced.add(tried)
+        return
+    starts_at, found = reserved
+    further = Reservation(
+        job_id=job.job_id, starts_at=starts_at, placements=found, set_aside=_set_aside(cycle, found)
+    )
+    cycle.further.append(further)
+
+
+def _less(placed: dict[str, list[int]], counted_on: dict[str, set[int]]) -> dict[str, list[int]]:
+    """What a release frees, less the GPUs reservations count on."""
+    if not any(node_id in counted_on for node_id in placed):
+        return placed
+    kept = {
+        node_id: [g for g in gpus if g not in counted_on.get(node_id, ())]
+        for node_id, gpus in placed.items()
+    }
+    return {node_id: gpus for node_id, gpus in kept.items() if gpus}
 
 
 def _set_aside(cycle: Cycle, placements: list[Placement]) -> list[Placement]:
