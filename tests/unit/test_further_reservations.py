@@ -5,7 +5,7 @@ it count on; backfill may use what is set aside for it only where it ends before
 import msgspec
 import pytest
 
-from allot.core import DEFAULT_POLICY, plan
+from allot.core import DEFAULT_POLICY, apply, plan
 from allot.core.planning import Plan, Policy
 from allot.core.policytoml import PolicyError, read_policy
 from tests import builders as b
@@ -109,3 +109,37 @@ def test_the_policy_file_takes_a_count_of_reservations_and_refuses_none() -> Non
     assert isinstance(policy, Policy) and policy.reservations == 4
     with pytest.raises(PolicyError, match="reservations"):
         read_policy('name = "none"\nreservations = 0\n')
+
+
+def test_resumable_work_is_lent_a_further_reservations_gpus_and_stopped_for_its_job() -> None:
+    # As above, with a resumable job of no declared end: n1's free GPUs are lent for big1
+    # (ADR 0041), n2's, now set aside for big2, are lent too; it is stopped for big2 once
+    # big2 could start.
+    events = two_big_jobs_and_small_ones(short_runtime=HOUR)[:-2]
+    events += [
+        b.submitted("lent1", 2, at=NOW, resumable=True),
+        b.submitted("lent2", 2, at=NOW, resumable=True),
+    ]
+    state = fold(*events)
+    one = plan(state, NOW, DEFAULT_POLICY)
+    assert [(a.job_id, a.placements[0].node_id, a.lent is True) for a in one.admissions] == [
+        ("lent1", "n1", True),
+        ("lent2", "n2", False),  # only n1's are set aside: n2's are free to hold
+    ]
+    decided = plan(state, NOW, TWO)
+    assert [(a.job_id, a.placements[0].node_id, a.lent) for a in decided.admissions] == [
+        ("lent1", "n1", True),
+        ("lent2", "n2", True),
+    ]
+    apply(state, state.seq + 1, msgspec.structs.replace(b.plan(), admissions=decided.admissions))
+    for job_id, node in (("lent1", "n1"), ("lent2", "n2")):
+        apply(state, state.seq + 1, b.started(job_id, node, [6, 7]))
+    assert plan(state, NOW + HOUR // 2, TWO).preemptions == []
+    # r1 and r2 end: each big job would start were its lent job gone.
+    for job_id, node in (("r1", "n1"), ("r2", "n2")):
+        apply(state, state.seq + 1, b.exited(job_id, node, 0))
+    later = plan(state, NOW + 2 * HOUR, TWO)
+    assert [(p.job_id, p.code, p.params) for p in later.preemptions] == [
+        ("lent1", "LENT", {"for": "big1"}),
+        ("lent2", "LENT", {"for": "big2"}),
+    ]

@@ -202,15 +202,19 @@ class Cycle:
         return [spec.flavor] if spec.flavor else self.capacity.models
 
     def may_use_set_aside(self, job: JobRecord, ahead: bool = False) -> SetAside:
-        """Which GPUs set aside the job may start on: the first reservation's where it ends
-        before that starts (backfill), it may be lent them, or it comes ``ahead`` of that
-        reservation's job; a further reservation's where it ends before that one starts."""
+        """Which GPUs set aside the job may start on: a reservation's where it ends before
+        that starts (backfill) or it may be lent them; the first reservation's also where it
+        comes ``ahead`` of that reservation's job."""
         first = ahead or self.ends_before_reservation(job) or self.may_be_lent(job)
-        runtime = job.spec.max_runtime_ns
-        if not self.further or runtime is None:
+        if not self.further:
             return first, ()
-        ends = self.now + runtime
-        return first, tuple(n for n, r in enumerate(self.further) if ends <= r.starts_at)
+        runtime = job.spec.max_runtime_ns
+        ends = None if runtime is None else self.now + runtime
+        return first, tuple(
+            n
+            for n, r in enumerate(self.further)
+            if (ends is not None and ends <= r.starts_at) or self.may_be_lent(job, r)
+        )
 
     def set_aside(self, usable: SetAside) -> list[tuple[str, list[int]]]:
         """The GPUs set aside that ``usable`` names, by node."""
@@ -235,22 +239,29 @@ class Cycle:
         runtime = job.spec.max_runtime_ns
         return runtime is not None and self.now + runtime <= reservation.starts_at
 
-    def may_be_lent(self, job: JobRecord) -> bool:
-        """Whether the GPUs set aside for the reservation may be lent to the job until its
-        job can start (ground LENT): it can resume, nothing could protect it from being
-        stopped (no minimum runtime), it is of no more urgent tier than the reservation's
-        job, and the reservation is far enough off to be worth a restart."""
-        reservation = self.reservation
+    def may_be_lent(self, job: JobRecord, reservation: Reservation | None = None) -> bool:
+        """Whether the GPUs set aside for the reservation (the first one unless another is
+        given) may be lent to the job until its job can start (ground LENT): it can resume,
+        nothing could protect it from being stopped (no minimum runtime), it is of no more
+        urgent tier than the reservation's job, and the reservation is far enough off to be
+        worth a restart."""
+        reservation = reservation or self.reservation
         spec = job.spec
-        if reservation is None or not self.lends() or not spec.resumable or spec.min_runtime_ns:
+        if (
+            reservation is None
+            or not self.lends(reservation)
+            or not spec.resumable
+            or spec.min_runtime_ns
+        ):
             return False
         reserved_for = self.state.jobs[reservation.job_id].spec
         return TIER_RANK[spec.tier] >= TIER_RANK[reserved_for.tier]
 
-    def lends(self) -> bool:
-        """Whether the GPUs set aside may be lent to any job at all: the policy stops lent
-        jobs, and the reservation is far enough off to be worth a restart."""
-        reservation, policy = self.reservation, self.policy
+    def lends(self, reservation: Reservation | None = None) -> bool:
+        """Whether the GPUs set aside for the reservation (the first one unless another is
+        given) may be lent to any job at all: the policy stops lent jobs, and the
+        reservation is far enough off to be worth a restart."""
+        reservation, policy = reservation or self.reservation, self.policy
         return (
             reservation is not None
             and policy.preemption
@@ -321,17 +332,19 @@ class Cycle:
                 self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
                 self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
         if self.further:
-            self._take_further(placements)
+            lent = self._take_further(job, placements) or lent
         model = self.capacity.nodes[placements[0].node_id].model
         self.quotas.charge(job.spec.account, needs(job.spec, model))
         funded = fund(self.state, job.spec, self.now, self.budget_reserved)
         self.admitted.append(Admitted(job=job, placements=placements, funded=funded, lent=lent))
 
-    def _take_further(self, placements: list[Placement]) -> None:
+    def _take_further(self, job: JobRecord, placements: list[Placement]) -> bool:
         """GPUs set aside for further reservations that an admitted job takes: only jobs
-        that end before those start are given them (``may_use_set_aside``)."""
+        that end before those start, or that may be lent them, are given them
+        (``may_use_set_aside``). Whether it was lent any."""
         taken = {(p.node_id, g) for p in placements for g in p.gpus}
-        shrunk = False
+        runtime = job.spec.max_runtime_ns
+        shrunk = lent = False
         for n, reservation in enumerate(self.further):
             still = [
                 Placement(node_id=p.node_id, gpus=gpus)
@@ -341,9 +354,11 @@ class Cycle:
             if still != reservation.set_aside:
                 self.further[n] = msgspec.structs.replace(reservation, set_aside=still)
                 shrunk = True
+                lent = lent or runtime is None or self.now + runtime > reservation.starts_at
         if shrunk:  # as for the first reservation's, in ``admit``
             self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
             self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
+        return lent
 
     def stop_for(
         self,

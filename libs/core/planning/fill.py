@@ -93,13 +93,14 @@ def _try(cycle: Cycle, job: JobRecord, borrowing: list[JobRecord] | None = None)
 
 
 def _could_use_set_aside(cycle: Cycle) -> bool:
-    """Whether some waiting job could use the GPUs set aside for the reservations: the
-    first's may be lent, or a job declares a runtime that ends before one starts."""
+    """Whether some waiting job could use the GPUs set aside for the reservations: they
+    may be lent, or a job declares a runtime that ends before one starts."""
     runtimes, reserved = cycle.state.waiting_runtimes, cycle.reservation
     if reserved is None:
         return False
     latest = max(r.starts_at for r in (reserved, *cycle.further))
-    return cycle.lends() or (bool(runtimes) and cycle.now + runtimes[0] <= latest)
+    lends = cycle.lends() or any(cycle.lends(r) for r in cycle.further)
+    return lends or (bool(runtimes) and cycle.now + runtimes[0] <= latest)
 
 
 def _left(cycle: Cycle) -> int:

@@ -233,17 +233,15 @@ def _scan(
 
 def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
     """Jobs lent GPUs set aside for a reservation are stopped (LENT) for a waiting job, in
-    queue order, that would start were the cheapest of them gone: the reservation's job, or
-    one that would take none of the GPUs the reservation counts on (it would have had them,
-    lent nothing). Only lent jobs of no more urgent tier than the waiting job, and only for
+    queue order, that would start were the cheapest of them gone, on none of the GPUs that
+    the reservations made before its own (all, if it has none) count on (it would have had
+    them, lent nothing). Only lent jobs of no more urgent tier than the waiting job, and only for
     one short of room or of quota, judged with the lent jobs' quota given back."""
     lent = [job for job in running.jobs if job.lent and job.job_id not in chosen]
     if not lent:
         return
-    state, quotas, reservation = cycle.state, cycle.quotas, cycle.reservation
-    counted_on = set()  # the GPUs the reservation counts on
-    if reservation is not None:
-        counted_on = {(p.node_id, g) for p in reservation.placements for g in p.gpus}
+    state, quotas = cycle.state, cycle.quotas
+    reserved = [r for r in (cycle.reservation, *cycle.further) if r is not None]
     restart_ms = cycle.policy.restart_overhead_ns // 1_000_000
     given = [*cycle.stopping, *(cycle.quota_of(job) for job in lent)]
     tries = cycle.policy.preemptors_per_cycle
@@ -274,9 +272,11 @@ def _reclaim_lent(cycle: Cycle, running: Stoppable, chosen: set[str]) -> None:
         if found is None:
             continue
         stopping, placements = found
-        first = own is not None and own is reservation
-        if not first and any((p.node_id, g) in counted_on for p in placements for g in p.gpus):
-            continue  # it would take what the reservation counts on
+        # The GPUs counted on by the reservations made before its own (all, if it has none)
+        ahead = reserved[: reserved.index(own)] if own is not None else reserved
+        counted_on = {(p.node_id, g) for r in ahead for p in r.placements for g in p.gpus}
+        if any((p.node_id, g) in counted_on for p in placements for g in p.gpus):
+            continue  # it would take what a reservation ahead of it counts on
         stopped = [
             Preemption(job_id=v.job_id, code=LENT, params={"for": job.job_id}) for v in stopping
         ]
