@@ -584,18 +584,22 @@ memo_events = st.one_of(
 @given(
     st.lists(memo_events, max_size=30),
     st.lists(st.integers(0, 3 * 60 * 10**9), min_size=30, max_size=30),
+    st.sampled_from([1, 3]),
 )
-def test_the_plan_memo_never_changes_a_plan(sequence: list[Event], clock: list[int]) -> None:
+def test_the_plan_memo_never_changes_a_plan(
+    sequence: list[Event], clock: list[int], reservations: int
+) -> None:
     from allot.core import PlanMemo
 
+    policy = msgspec.structs.replace(DEFAULT_POLICY, reservations=reservations)
     state = State()
     memo = PlanMemo(state)
     now = 0
     for seq, (event, step) in enumerate(zip(sequence, clock, strict=False), start=1):
         apply(state, seq, event)
         now += step
-        remembered = plan(state, now, DEFAULT_POLICY, memo)
-        assert remembered == plan(state, now, DEFAULT_POLICY)
+        remembered = plan(state, now, policy, memo)
+        assert remembered == plan(state, now, policy)
 
 
 def test_what_jobs_hold_is_summed_per_account_path_ancestors_included() -> None:

@@ -5,7 +5,7 @@ it count on; backfill may use what is set aside for it only where it ends before
 import msgspec
 import pytest
 
-from allot.core import DEFAULT_POLICY, apply, plan
+from allot.core import DEFAULT_POLICY, PlanMemo, apply, plan
 from allot.core.planning import Plan, Policy
 from allot.core.policytoml import PolicyError, read_policy
 from tests import builders as b
@@ -142,4 +142,27 @@ def test_resumable_work_is_lent_a_further_reservations_gpus_and_stopped_for_its_
     assert [(p.job_id, p.code, p.params) for p in later.preemptions] == [
         ("lent1", "LENT", {"for": "big1"}),
         ("lent2", "LENT", {"for": "big2"}),
+    ]
+
+
+def test_a_remembered_further_reservation_is_found_again_when_those_before_it_change() -> None:
+    # Four nodes freeing in 1-4 h; the planner's memo keeps reservations while the running
+    # jobs stay. A more urgent job arrives between plans and takes the first reservation:
+    # big1 and big2 must move one node on, not keep what was found before.
+    events = [b.node(f"n{i}", 8) for i in range(4)]
+    for i in range(4):
+        events += running(f"r{i}", f"n{i}", [0, 1, 2, 3, 4, 5, 6], ends_in=(i + 1) * HOUR)
+    events += [b.submitted("big1", 8, at=NOW), b.submitted("big2", 8, at=NOW)]
+    state = fold(*events)
+    policy = msgspec.structs.replace(DEFAULT_POLICY, reservations=3)
+    memo = PlanMemo(state)
+    first = plan(state, NOW, policy, memo)
+    assert [r.starts_at for r in first.further] == [NOW + 2 * HOUR]
+    apply(state, state.seq + 1, b.submitted("urgent", 8, tier="interactive", at=NOW))
+    again = plan(state, NOW, policy, memo)
+    assert again == plan(state, NOW, policy)
+    assert again.reservation is not None and again.reservation.job_id == "urgent"
+    assert [(r.job_id, r.starts_at) for r in again.further] == [
+        ("big1", NOW + 2 * HOUR),
+        ("big2", NOW + 3 * HOUR),
     ]

@@ -72,14 +72,22 @@ def reserve_further(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
     tried = (shape, tuple(models))
     if tried in cycle.further_unplaced:
         return
-    counted_on: dict[str, set[int]] = {}
-    for earlier in (cycle.reservation, *cycle.further):
-        for placement in earlier.placements if earlier is not None else ():
+    released = _releases(cycle)  # first: whether they depend on the time is part of the key
+    earlier = [r for r in (cycle.reservation, *cycle.further) if r is not None]
+    # What it depends on besides the first's key: what the earlier ones count on and set aside.
+    key = (
+        *_reservation_key(cycle, shape, models),
+        tuple((_placed(r.placements), _placed(r.set_aside)) for r in earlier),
+    )
+    known = cycle.holders.reservations
+    if key in known:
+        reserved = known[key]
+    else:
+        counted_on: dict[str, set[int]] = {}
+        for placement in (p for r in earlier for p in r.placements):
             counted_on.setdefault(placement.node_id, set()).update(placement.gpus)
-    releases = [
-        (at, kept) for at, placed in _releases(cycle) if (kept := _less(placed, counted_on))
-    ]
-    reserved = _find_reservation(cycle.capacity, shape, models, releases)
+        releases = [(at, kept) for at, placed in released if (kept := _less(placed, counted_on))]
+        reserved = known[key] = _find_reservation(cycle.capacity, shape, models, releases)
     if reserved is None:
         cycle.further_unplaced.add(tried)
         return
@@ -117,11 +125,12 @@ def _set_aside(cycle: Cycle, placements: list[Placement]) -> list[Placement]:
 def _reservation_key(cycle: Cycle, shape: JobShape, models: list[str]) -> tuple[object, ...]:
     """What a reservation depends on besides the holders: the job's shape, what this cycle
     admitted before it, and the time when a release's time depends on it."""
-    admitted = tuple(
-        (a.job.job_id, tuple((p.node_id, tuple(p.gpus)) for p in a.placements))
-        for a in cycle.admitted
-    )
+    admitted = tuple((a.job.job_id, _placed(a.placements)) for a in cycle.admitted)
     return (shape, tuple(models), admitted, cycle.now if cycle.releases_timed else None)
+
+
+def _placed(placements: list[Placement]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((p.node_id, tuple(p.gpus)) for p in placements)
 
 
 def _find_reservation(
