@@ -51,7 +51,8 @@ def test_with_one_reservation_the_second_big_job_loses_its_gpus_to_work_with_no_
 def test_a_second_reservation_keeps_its_gpus_from_work_that_would_outlast_its_start() -> None:
     state = fold(*two_big_jobs_and_small_ones(short_runtime=HOUR))
     decided = plan(state, NOW, TWO, whole_queue=True)
-    assert decided.reservation is not None and decided.reservation.job_id == "big1"
+    assert decided.reservation is not None
+    assert decided.reservation.job_id == "big1"
     [second] = decided.further
     assert (second.job_id, second.starts_at) == ("big2", NOW + 2 * HOUR)
     assert [p.node_id for p in second.placements] == ["n2"]
@@ -83,7 +84,8 @@ def test_a_further_reservation_leaves_what_the_first_counts_on() -> None:
         b.submitted("big2", 8, at=NOW),
     )
     decided = plan(state, NOW, TWO, whole_queue=True)
-    assert decided.reservation is not None and decided.reservation.job_id == "big1"
+    assert decided.reservation is not None
+    assert decided.reservation.job_id == "big1"
     assert decided.further == []
     assert estimated_start(decided, "big2") is None
 
@@ -106,7 +108,8 @@ def test_no_more_reservations_than_the_policy_asks_for() -> None:
 
 def test_the_policy_file_takes_a_count_of_reservations_and_refuses_none() -> None:
     policy = read_policy('name = "deep"\nreservations = 4\n')
-    assert isinstance(policy, Policy) and policy.reservations == 4
+    assert isinstance(policy, Policy)
+    assert policy.reservations == 4
     with pytest.raises(PolicyError, match="reservations"):
         read_policy('name = "none"\nreservations = 0\n')
 
@@ -161,7 +164,8 @@ def test_a_remembered_further_reservation_is_found_again_when_those_before_it_ch
     apply(state, state.seq + 1, b.submitted("urgent", 8, tier="interactive", at=NOW))
     again = plan(state, NOW, policy, memo)
     assert again == plan(state, NOW, policy)
-    assert again.reservation is not None and again.reservation.job_id == "urgent"
+    assert again.reservation is not None
+    assert again.reservation.job_id == "urgent"
     assert [(r.job_id, r.starts_at) for r in again.further] == [
         ("big1", NOW + 2 * HOUR),
         ("big2", NOW + 3 * HOUR),

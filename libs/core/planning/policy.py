@@ -51,9 +51,9 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     # (phase 4; 0: none).
     fill_depth: int = 100
     # Jobs short of room a cycle reserves for (phase 3): the first as above; each further
-    # one, in queue order, where it would start once the GPUs running jobs and the earlier
-    # reservations free come free. Backfill may use what is set aside for any of them, but
-    # only the first's may be lent (LENT) or have the jobs in its way stopped (STALL).
+    # one, in queue order, where it would start once running jobs end, on GPUs the earlier
+    # reservations do not count on. Backfill and lending (LENT) may use what is set aside
+    # for any of them; only the first's has the jobs in its way stopped (STALL).
     reservations: int = 1
 
 

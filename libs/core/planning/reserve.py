@@ -1,14 +1,15 @@
 """Phase 3: the highest-ranked job that does not fit gets a reservation: the GPUs it will
 take at the earliest time running jobs' declared ``max_runtime`` free enough of them. Those
 of them free now are set aside: later jobs start on them only when their own
-``max_runtime`` ends before the reservation starts (backfill, R5).
+``max_runtime`` ends before the reservation starts (backfill, R5), or when they may be
+lent them until then (``Cycle.may_be_lent``).
 
 Where the policy asks for more (``reservations``), the next jobs short of room get further
 reservations, in queue order, as Slurm's backfill plans a start for every job it looks at:
 each where it would start once the GPUs running jobs free come free, less those the
 reservations before it count on. One job of many GPUs protected alone leaves the next ones
 to wait behind every small job that backfills; each further reservation keeps such a job's
-GPUs from work that would outlast its start."""
+GPUs from work that would outlast its start, on the same terms (docs/adr/0045)."""
 
 import bisect
 
