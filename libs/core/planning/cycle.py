@@ -46,11 +46,10 @@ demand_of: Callable[[JobSpec], Demand] = attrgetter(
 
 
 Refusal = tuple[ReasonCode, ReasonParams, ReasonParams]  # code, parameters, figures of the moment
-# Which GPUs set aside a job may start on: the first reservation's (it ends before that one
-# starts, or may be lent them), and the further reservations' it ends before, by index. Part
-# of the keys refusals are kept by: a job that may use more sees more room.
+# Which GPUs set aside a job may start on: the first reservation's, and the further
+# reservations', by index, that it ends before or may be lent (``Cycle.may_use_set_aside``).
+# Part of the keys refusals are kept by: a job that may use more sees more room.
 SetAside = tuple[bool, tuple[int, ...]]
-NONE_SET_ASIDE: SetAside = (False, ())
 # A stop is worth it only for a run of this many restart overheads at least: GPUs set
 # aside are lent only where the reservation starts that much later, and a job is moved
 # (PACK) only once it has run that long. Less, and restarts would be much of what it runs.

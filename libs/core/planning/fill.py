@@ -14,8 +14,8 @@ Queued = Iterable[tuple[int, JobRecord]]  # (position, job) in the planner's ord
 
 def fill(cycle: Cycle, limit: int, unreached: Queued) -> None:
     """Up to ``limit`` more jobs that need no more GPUs than are left (free, or set aside for
-    the reservations, which a job that ends before one starts, or one the first's may be
-    lent to, may use) start where they fit.
+    the reservations, which a job that ends before one starts, or one they may be lent
+    to, may use) start where they fit.
     ``unreached``: the jobs phases 2 and 3 did not look at, in order."""
     if cycle.no_room():
         return
