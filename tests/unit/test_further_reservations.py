@@ -8,6 +8,7 @@ import pytest
 from allot.core import DEFAULT_POLICY, PlanMemo, apply, plan
 from allot.core.planning import Plan, Policy
 from allot.core.policytoml import PolicyError, read_policy
+from allot.proto.events import Hold, Placement
 from tests import builders as b
 from tests.builders import fold
 from tests.unit.test_admission import HOUR, NOW, reasons, running
@@ -170,3 +171,25 @@ def test_a_remembered_further_reservation_is_found_again_when_those_before_it_ch
         ("big1", NOW + 2 * HOUR),
         ("big2", NOW + 3 * HOUR),
     ]
+
+
+def test_a_shape_that_found_no_reservation_is_searched_again_once_a_held_job_starts() -> None:
+    # n1 runs R1 until +2 h; on n2, GPUs 0-3 are held for H (1 h), 4-7 are free. F takes
+    # the first reservation (n1); A finds none. H then starts, and n2 is all free at +1 h:
+    # B, of A's shape, is reserved there, so C (no declared end) may not take n2's GPUs.
+    hold = Hold(job_id="H", placements=[Placement(node_id="n2", gpus=[0, 1, 2, 3])])
+    state = fold(
+        b.node("n1", 8),
+        b.node("n2", 8),
+        *running("R1", "n1", list(range(8)), ends_in=2 * HOUR),
+        b.submitted("F", 8, at=NOW - 50),
+        b.submitted("A", 8, at=NOW - 40),
+        b.submitted("H", 4, at=NOW - 30, max_runtime_ns=HOUR),
+        b.submitted("B", 8, at=NOW - 20),
+        b.submitted("C", 4, at=NOW - 10),
+        msgspec.structs.replace(b.plan(), holds=[hold]),
+    )
+    policy = Policy(order="fifo", reservations=3)
+    decided = plan(state, NOW, policy)
+    assert admitted(decided) == ["H"]
+    assert [(r.job_id, r.starts_at) for r in decided.further] == [("B", NOW + HOUR)]

@@ -139,12 +139,16 @@ def _consider_held(cycle: Cycle, job: JobRecord, position: int, held: list[Place
     cycle.hold_quota(job, held, take=False)
     models = cycle.quotas.models_allowed(job.spec, cycle.models_of(job))[0]
     placements = cycle.capacity.place(*shape_of(job.spec), models)
+    # Either way below, GPUs never free nor released before come free, or are released at
+    # the job's end: a shape that found no further reservation may find one now.
     if placements is not None:
         cycle.admit(job, placements)
+        cycle.further_unplaced.clear()
         return True
     stopping = cycle.stopping_for.get(job.job_id, 0)
     if not (stopping or _once_others_stopped(cycle, job)):
         cycle.holds.append(Hold(job_id=job.job_id, placements=[]))
+        cycle.further_unplaced.clear()
         return False
     cycle.keep(held, take=True)
     cycle.hold_quota(job, held, take=True)

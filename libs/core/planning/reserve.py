@@ -68,7 +68,8 @@ def reserve_further(cycle: Cycle, job: JobRecord, models: list[str]) -> None:
     """Set aside for ``job`` the GPUs it will take once enough running jobs have ended, of
     those no earlier reservation counts on (those stay taken: when the earlier ones end is
     not counted, so this estimate is late rather than early). A shape that found no such
-    start finds none later in the cycle either: free GPUs and releases only shrink."""
+    start finds none later in the cycle either, while free GPUs and releases only shrink:
+    until a held job starts or its hold is let go (``judge._consider_held``)."""
     shape = shape_of(job.spec)
     tried = (shape, tuple(models))
     if tried in cycle.further_unplaced:
