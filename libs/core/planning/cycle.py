@@ -306,11 +306,7 @@ class Cycle:
         reservation = self.reservation
         if reservation is not None and reservation.set_aside:  # a backfill may take them
             taken = {(p.node_id, g) for p in placements for g in p.gpus}
-            still = [
-                Placement(node_id=p.node_id, gpus=gpus)
-                for p in reservation.set_aside
-                if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
-            ]
+            still = _left_set_aside(reservation.set_aside, taken)
             lent = (
                 still != reservation.set_aside
                 and not (ends_before_reservation or ahead)
@@ -326,10 +322,7 @@ class Cycle:
             if still != reservation.set_aside:
                 if self.reservation is not None:
                     self.reservation = msgspec.structs.replace(reservation, set_aside=still)
-                # Less is set aside: a job told it waits for the reservation may now wait
-                # behind others instead. Every other refusal stands.
-                self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
-                self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
+                self._forget_reserved_for()
         if self.further:
             lent = self._take_further(job, placements) or lent
         model = self.capacity.nodes[placements[0].node_id].model
@@ -345,19 +338,20 @@ class Cycle:
         runtime = job.spec.max_runtime_ns
         shrunk = lent = False
         for n, reservation in enumerate(self.further):
-            still = [
-                Placement(node_id=p.node_id, gpus=gpus)
-                for p in reservation.set_aside
-                if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
-            ]
+            still = _left_set_aside(reservation.set_aside, taken)
             if still != reservation.set_aside:
                 self.further[n] = msgspec.structs.replace(reservation, set_aside=still)
                 shrunk = True
                 lent = lent or runtime is None or self.now + runtime > reservation.starts_at
-        if shrunk:  # as for the first reservation's, in ``admit``
-            self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
-            self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
+        if shrunk:
+            self._forget_reserved_for()
         return lent
+
+    def _forget_reserved_for(self) -> None:
+        """Less is set aside: a job told it waits for a reservation may now wait behind
+        others instead. Every other refusal stands."""
+        self.unplaced = {k: v for k, v in self.unplaced.items() if v[0] != RESERVED_FOR}
+        self.refused = {k: v for k, v in self.refused.items() if v[0][0] != RESERVED_FOR}
 
     def stop_for(
         self,
@@ -395,3 +389,12 @@ class Cycle:
     ) -> None:
         reason = PendingReason(job_id=job.job_id, code=code, params=params)
         self.waiting.append(Waiting(reason=reason, position=position, detail=detail or {}))
+
+
+def _left_set_aside(set_aside: list[Placement], taken: set[tuple[str, int]]) -> list[Placement]:
+    """What stays set aside once the (node, GPU) pairs ``taken`` are taken."""
+    return [
+        Placement(node_id=p.node_id, gpus=gpus)
+        for p in set_aside
+        if (gpus := [g for g in p.gpus if (p.node_id, g) not in taken])
+    ]
