@@ -27,7 +27,8 @@ MAX_CLUSTER_GPUS: Final = 1_000_000
 def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> bool:
     """Whether the job is funded, and if so, reserve its protected minimum runtime
     (GPUs x minimum runtime) in every budget on its path, in ``reserved``: one plan cannot
-    fund more than the budgets hold."""
+    fund more than the budgets hold (``reserved`` starts as what earlier plans promised,
+    ``promised``)."""
     if spec.min_runtime_ns <= 0:
         return False
     cost = spec.total_gpus * (spec.min_runtime_ns // 1_000_000)
@@ -39,6 +40,35 @@ def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> boo
     for account in budgeted:
         reserved[account] = reserved.get(account, 0) + cost
     return True
+
+
+def promised(state: State, now: int) -> dict[str, int]:
+    """GPU-ms of each budget that earlier plans promised and the ledger has not charged
+    yet: what each run used since its last charge, and the rest of the minimum runtime of
+    each funded run (its protection, bought when it was admitted). Without it, every plan
+    would see a budget whole until the ledger's next charge, and fund again protection that
+    earlier plans had already funded from it."""
+    out: dict[str, int] = {}
+    if not state.budgets:
+        return out
+    jobs = state.jobs
+    for (job_id, attempt), run in state.unbilled.items():
+        end = run.until_ns if run.until_ns is not None else now
+        job = jobs.get(job_id)
+        if (
+            run.until_ns is None
+            and job is not None
+            and job.funded
+            and job.attempts == attempt
+            and job.started_at is not None
+        ):
+            end = max(end, job.started_at + job.spec.min_runtime_ns)
+        amount = run.gpus * (max(0, end - run.from_ns) // 1_000_000)
+        if amount:
+            for account in ancestry(run.account):
+                if account in state.budgets:
+                    out[account] = out.get(account, 0) + amount
+    return out
 
 
 def exhausted_now(state: State, now: int) -> list[tuple[str, int, int, int]]:

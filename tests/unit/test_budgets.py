@@ -1,8 +1,8 @@
 import msgspec
 import pytest
 
-from allot.core import State, apply
-from allot.core.budgets import exhausted_now, fund, read_grant
+from allot.core import DEFAULT_POLICY, State, apply, plan
+from allot.core.budgets import exhausted_now, fund, promised, read_grant
 from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import (
     AccountDefined,
@@ -76,6 +76,62 @@ def test_one_plan_cannot_fund_more_than_the_budget_holds() -> None:
     decisions = [fund(state, spec("lab/team"), 1, reserved) for _ in range(4)]
     assert decisions == [True, True, False, False]
     assert reserved == {"lab": 120 * MINUTE_MS}
+
+
+def test_a_later_plan_counts_the_protection_that_earlier_plans_funded() -> None:
+    # 100 GPU-minutes fund one 1-GPU job with a 1-hour minimum runtime. Once it runs, the
+    # hour promised to it is not charged yet: what is left does not fund a second one.
+    state = fold(
+        b.node("n1", 2),
+        grant("lab", 100 * MINUTE_MS),
+        b.submitted("first", account="lab/team", min_runtime_ns=HOUR),
+    )
+    first = plan(state, 2_000, DEFAULT_POLICY)
+    assert [(a.job_id, a.funded) for a in first.admissions] == [("first", True)]
+    started = b.started("first", "n1", first.admissions[0].placements[0].gpus)
+    later = 2 * MINUTE_MS * 1_000_000
+    for event in (
+        first.recorded(
+            b.meta(2_000), basis_seq=state.seq, now=2_000, policy="p", policy_hash="h",
+            code_version="test",
+        ),
+        msgspec.structs.replace(started, meta=b.meta(3_000)),
+        b.submitted("second", account="lab/team", min_runtime_ns=HOUR, at=later),
+    ):  # fmt: skip
+        apply(state, state.seq + 1, event)
+    second = plan(state, later, DEFAULT_POLICY)
+    assert [(a.job_id, a.funded) for a in second.admissions] == [("second", False)]
+
+
+def test_what_is_promised_is_the_use_not_charged_yet_and_the_rest_of_funded_protection() -> None:
+    minute = 60 * 10**9
+
+    def at(event, ns: int):  # type: ignore[no-untyped-def]
+        return msgspec.structs.replace(event, meta=b.meta(ns))
+
+    funded_run = msgspec.structs.replace(b.admission("f", ("n1", [0])), funded=True)
+    state = fold(
+        b.node("n1", 4),
+        grant("lab", 10**9),
+        grant("lab/team", 10**9),
+        b.submitted("f", account="lab/team", min_runtime_ns=HOUR),
+        b.submitted("u", 2, account="lab/other", min_runtime_ns=HOUR),
+        b.submitted("gone", account="lab/other"),
+        b.plan(funded_run, ("u", "n1", [1, 2]), ("gone", "n1", [3])),
+        at(b.started("f", "n1", [0]), 0),
+        at(b.started("u", "n1", [1, 2]), 0),
+        at(b.started("gone", "n1", [3]), 0),
+        at(b.exited("gone", "n1"), 5 * minute),  # stopped, its 5 minutes not charged yet
+        UsageCharged(
+            meta=b.meta(6 * minute), path="lab/other", job_id="u", attempt=0, from_ns=0,
+            to_ns=6 * minute, gpu_ms=2 * 6 * MINUTE_MS,
+        ),
+    )  # fmt: skip
+    # f: the rest of its hour; u: 2 GPUs for the 4 minutes since its charge; gone: 5 minutes.
+    assert promised(state, 10 * minute) == {"lab": (60 + 8 + 5) * MINUTE_MS, "lab/team": 60 * MINUTE_MS}
+    # Past its protection, f has promised only what it used.
+    assert promised(state, 70 * minute)["lab/team"] == 70 * MINUTE_MS
+    assert promised(fold(b.node("n1", 4)), 10 * minute) == {}  # no budgets: nothing to count
 
 
 def test_a_used_up_budget_is_announced_once_per_period() -> None:

@@ -7,7 +7,7 @@ from operator import attrgetter
 
 import msgspec
 
-from allot.core.budgets import fund
+from allot.core.budgets import fund, promised
 from allot.core.fairshare import Standing
 from allot.core.model import JobRecord, State
 from allot.core.placement import Capacity
@@ -107,7 +107,8 @@ class Cycle:
             self.hold_quota(state.jobs[job_id], placements, take=True)
         self.free_at_start = dict(self.capacity.free_by_model)
         self.exhausted = exhausted_accounts(state, now)
-        self.budget_reserved: dict[str, int] = {}  # budget promised to jobs funded this cycle
+        # Budget promised by earlier plans and not charged yet, and to jobs funded this cycle.
+        self.budget_reserved: dict[str, int] = promised(state, now)
         self.admitted: list[Admitted] = []
         self.waiting: list[Waiting] = []
         self.reservation: Reservation | None = None
