@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from allot.core.arrays import text as indices_text
-from allot.core.budgets import MS_PER_HOUR
+from allot.core.budgets import MS_PER_HOUR, promised
 from allot.core.drain import Fate, fates
 from allot.core.durations import format_duration
 from allot.core.fairshare import FairSharePolicy, standings
@@ -463,8 +463,11 @@ def budget_rows(
     state: State, now: int, window_ns: int, fair_share: FairSharePolicy | None = None
 ) -> list[dict[str, Any]]:
     """Per account: its share among siblings, usage in the window, fair-share level factor
-    and rank (decayed usage, the planner's ``fair_share``), and budget left this period."""
+    and rank (decayed usage, the planner's ``fair_share``), and budget left this period,
+    with the part of it already promised (``allot.core.budgets.promised``: a job is funded
+    only from what is left after that)."""
     ranked = standings(state, now, fair_share or FairSharePolicy())
+    promises = promised(state, now)
     windowed = standings(state, now, FairSharePolicy(window_ns=window_ns))
     rows = []
     for path, standing in sorted(ranked.items(), key=lambda item: item[1].rank):
@@ -481,6 +484,9 @@ def budget_rows(
                 "level_factor": None if factor is None else float(factor),
                 "budget_gpu_hours": None if budget is None else budget.gpu_ms / MS_PER_HOUR,
                 "budget_left_gpu_hours": None if budget is None else budget.left(now) / MS_PER_HOUR,
+                "budget_promised_gpu_hours": None
+                if budget is None
+                else promises.get(path, 0) / MS_PER_HOUR,
             }
         )
     # Granted a budget but not yet in the ranking (no tree declared, no job of its own yet):
@@ -498,6 +504,7 @@ def budget_rows(
                     "level_factor": None,
                     "budget_gpu_hours": budget.gpu_ms / MS_PER_HOUR,
                     "budget_left_gpu_hours": budget.left(now) / MS_PER_HOUR,
+                    "budget_promised_gpu_hours": promises.get(path, 0) / MS_PER_HOUR,
                 }
             )
     return rows
@@ -514,11 +521,13 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
             "-" if row["share"] is None else f"{row['share']:.1%}",
             hours(row["usage_gpu_hours_in_window"]),
             "new" if row["level_factor"] is None else f"{row['level_factor']:.3f}",
+            hours(row["budget_promised_gpu_hours"]),
             hours(row["budget_left_gpu_hours"]),
         ]
         for row in rows
     ]
-    return table(["ACCOUNT", "RANK", "SHARE", "USED GPU-H", "FACTOR", "BUDGET LEFT GPU-H"], lines)
+    headers = ["ACCOUNT", "RANK", "SHARE", "USED GPU-H", "FACTOR", "PROMISED GPU-H"]
+    return table([*headers, "BUDGET LEFT GPU-H"], lines)
 
 
 def owed_table(report: "list[OwedDelivered]") -> str:

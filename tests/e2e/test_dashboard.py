@@ -141,7 +141,7 @@ async def test_the_dashboard_shows_the_log_and_follows_it_live(tmp_path: Path) -
             cells = page.locator(f'#accounts tr[data-account="{row["account"]}"] td')
             await expect(cells.nth(3)).to_have_text(str(row["rank"]))
         # GPU-hours owed and delivered come a little later (read from the log in a thread).
-        owed = page.locator('#accounts tr[data-account="lab/a"] td').nth(7)
+        owed = page.locator('#accounts tr[data-account="lab/a"] td').nth(8)
         await expect(owed).not_to_have_text("—", timeout=30_000)
         await expect(page.locator("#owed-note")).to_contain_text("from the log up to sequence")
         await shot(page, "accounts")

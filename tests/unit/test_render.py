@@ -193,6 +193,29 @@ def test_times_have_a_date_and_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     assert render.when(None) == "-"
 
 
+def test_budget_rows_show_what_running_work_has_promised_of_the_budget() -> None:
+    granted = BudgetGranted(
+        meta=b.meta(), path="lab", gpu_ms=10 * 3_600_000, period_ns=168 * HOUR, starts_at=0
+    )
+    funded = msgspec.structs.replace(b.admission("j", ("n1", [0, 1])), funded=True)
+    started = b.started("j", "n1", [0, 1])
+    state = fold(
+        b.node("n1", 4),
+        granted,
+        b.submitted("j", 2, account="lab/team", min_runtime_ns=HOUR),
+        b.plan(funded),
+        msgspec.structs.replace(started, meta=b.meta(NOW - HOUR // 4)),
+    )
+    rows = {row["account"]: row for row in render.budget_rows(state, NOW, 168 * HOUR)}
+    # Two GPUs for the hour of protection its funding bought: nothing charged yet.
+    assert rows["lab"]["budget_promised_gpu_hours"] == 2
+    assert rows["lab"]["budget_left_gpu_hours"] == 10
+    assert rows["lab/team"]["budget_promised_gpu_hours"] is None  # no budget of its own
+    shown = render.budget_table(list(rows.values())).splitlines()
+    [lab] = [line.split() for line in shown if line.split()[:1] == ["lab"]]
+    assert lab[-2:] == ["2.00", "10.00"]  # promised, then left
+
+
 def test_an_account_granted_a_budget_is_listed_before_it_runs_anything() -> None:
     granted = BudgetGranted(
         meta=b.meta(), path="lab/new", gpu_ms=10 * 3_600_000, period_ns=168 * HOUR, starts_at=0

@@ -182,6 +182,7 @@ async function drawAccounts() {
       el("td", { class: "number" }, hours(s.usage_gpu_hours_in_window)),
       el("td", { class: "number" }, s.level_factor === null || s.level_factor === undefined
         ? "new" : s.level_factor.toFixed(3)),
+      el("td", { class: "number" }, hours(s.budget_promised_gpu_hours)),
       el("td", { class: "number" }, hours(s.budget_left_gpu_hours)),
       el("td", { class: "number" }, hours(o.owed_gpu_hours)),
       el("td", { class: "number" }, hours(o.delivered_gpu_hours)),
