@@ -128,7 +128,10 @@ def test_what_is_promised_is_the_use_not_charged_yet_and_the_rest_of_funded_prot
         ),
     )  # fmt: skip
     # f: the rest of its hour; u: 2 GPUs for the 4 minutes since its charge; gone: 5 minutes.
-    assert promised(state, 10 * minute) == {"lab": (60 + 8 + 5) * MINUTE_MS, "lab/team": 60 * MINUTE_MS}
+    assert promised(state, 10 * minute) == {
+        "lab": (60 + 8 + 5) * MINUTE_MS,
+        "lab/team": 60 * MINUTE_MS,
+    }
     # Past its protection, f has promised only what it used.
     assert promised(state, 70 * minute)["lab/team"] == 70 * MINUTE_MS
     assert promised(fold(b.node("n1", 4)), 10 * minute) == {}  # no budgets: nothing to count
