@@ -521,7 +521,7 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
             "-" if row["share"] is None else f"{row['share']:.1%}",
             hours(row["usage_gpu_hours_in_window"]),
             "new" if row["level_factor"] is None else f"{row['level_factor']:.3f}",
-            hours(row["budget_promised_gpu_hours"]),
+            hours(row.get("budget_promised_gpu_hours")),  # a view service before it: none
             hours(row["budget_left_gpu_hours"]),
         ]
         for row in rows

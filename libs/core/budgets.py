@@ -10,7 +10,7 @@ import math
 from typing import Final
 
 from allot.core.accounts import ancestry, parse_duration
-from allot.core.charging import capacity
+from allot.core.charging import capacity, gpu_ms
 from allot.core.model import State
 from allot.core.validate import ACCOUNT_PATTERN
 from allot.proto.commands import BudgetGrantRequest, FieldError
@@ -44,15 +44,27 @@ def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> boo
 
 def promised(state: State, now: int) -> dict[str, int]:
     """GPU-ms of each budget that earlier plans promised and the ledger has not charged
-    yet: what each run used since its last charge, and the rest of the minimum runtime of
-    each funded run (its protection, bought when it was admitted). Without it, every plan
-    would see a budget whole until the ledger's next charge, and fund again protection that
-    earlier plans had already funded from it."""
+    yet. Without it, every plan would see a budget whole until the ledger's next charge, and
+    fund again protection that earlier plans had already funded from it. It is:
+
+    - for every run not charged to its end, what the ledger will charge for it from its
+      last charge to its end (``now`` while it runs), DRF-weighted as the ledger charges;
+      for a funded run still running, to the end of its minimum runtime at least (its
+      protection, bought when it was admitted);
+    - for a funded job admitted and not started yet (nothing to charge until its node
+      starts it), what its funding reserved: its GPUs times its minimum runtime.
+    """
     out: dict[str, int] = {}
     if not state.budgets:
         return out
-    jobs = state.jobs
-    for (job_id, attempt), run in state.unbilled.items():
+    jobs, unbilled, cluster = state.jobs, state.unbilled, capacity(state)
+
+    def owe(account: str, amount: int) -> None:
+        for path in ancestry(account):
+            if path in state.budgets:
+                out[path] = out.get(path, 0) + amount
+
+    for (job_id, attempt), run in unbilled.items():
         end = run.until_ns if run.until_ns is not None else now
         job = jobs.get(job_id)
         if (
@@ -63,11 +75,12 @@ def promised(state: State, now: int) -> dict[str, int]:
             and job.started_at is not None
         ):
             end = max(end, job.started_at + job.spec.min_runtime_ns)
-        amount = run.gpus * (max(0, end - run.from_ns) // 1_000_000)
-        if amount:
-            for account in ancestry(run.account):
-                if account in state.budgets:
-                    out[account] = out.get(account, 0) + amount
+        if end > run.from_ns:
+            owe(run.account, gpu_ms(run, end - run.from_ns, cluster))
+    for job_id in state.holders:
+        job = jobs[job_id]
+        if job.funded and (job_id, job.attempts) not in unbilled:
+            owe(job.spec.account, job.spec.total_gpus * (job.spec.min_runtime_ns // 1_000_000))
     return out
 
 

@@ -3,6 +3,7 @@ import pytest
 
 from allot.core import DEFAULT_POLICY, State, apply, plan
 from allot.core.budgets import exhausted_now, fund, promised, read_grant
+from allot.core.charging import charges_due
 from allot.proto.commands import BudgetGrantRequest
 from allot.proto.events import (
     AccountDefined,
@@ -78,9 +79,11 @@ def test_one_plan_cannot_fund_more_than_the_budget_holds() -> None:
     assert reserved == {"lab": 120 * MINUTE_MS}
 
 
-def test_a_later_plan_counts_the_protection_that_earlier_plans_funded() -> None:
-    # 100 GPU-minutes fund one 1-GPU job with a 1-hour minimum runtime. Once it runs, the
-    # hour promised to it is not charged yet: what is left does not fund a second one.
+@pytest.mark.parametrize("started", [True, False], ids=["running", "admitted, not started"])
+def test_a_later_plan_counts_the_protection_that_earlier_plans_funded(started: bool) -> None:
+    # 100 GPU-minutes fund one 1-GPU job with a 1-hour minimum runtime. Once it is admitted,
+    # the hour promised to it is not charged yet (nor is anything, before its node has
+    # started it): what is left does not fund a second one.
     state = fold(
         b.node("n1", 2),
         grant("lab", 100 * MINUTE_MS),
@@ -88,14 +91,14 @@ def test_a_later_plan_counts_the_protection_that_earlier_plans_funded() -> None:
     )
     first = plan(state, 2_000, DEFAULT_POLICY)
     assert [(a.job_id, a.funded) for a in first.admissions] == [("first", True)]
-    started = b.started("first", "n1", first.admissions[0].placements[0].gpus)
+    start = b.started("first", "n1", first.admissions[0].placements[0].gpus)
     later = 2 * MINUTE_MS * 1_000_000
     for event in (
         first.recorded(
             b.meta(2_000), basis_seq=state.seq, now=2_000, policy="p", policy_hash="h",
             code_version="test",
         ),
-        msgspec.structs.replace(started, meta=b.meta(3_000)),
+        *([msgspec.structs.replace(start, meta=b.meta(3_000))] if started else []),
         b.submitted("second", account="lab/team", min_runtime_ns=HOUR, at=later),
     ):  # fmt: skip
         apply(state, state.seq + 1, event)
@@ -135,6 +138,23 @@ def test_what_is_promised_is_the_use_not_charged_yet_and_the_rest_of_funded_prot
     # Past its protection, f has promised only what it used.
     assert promised(state, 70 * minute)["lab/team"] == 70 * MINUTE_MS
     assert promised(fold(b.node("n1", 4)), 10 * minute) == {}  # no budgets: nothing to count
+
+
+def test_use_not_charged_yet_is_promised_as_the_ledger_will_charge_it() -> None:
+    # One GPU with all of the node's CPUs pays for its dominant share: the whole node (R10).
+    node = msgspec.structs.replace(b.node("n1", 8), cpus=16)
+    start = b.started("cpus", "n1", [0])
+    state = fold(
+        node,
+        grant("lab", 10**9),
+        b.submitted("cpus", 1, account="lab/team", cpus=16),
+        b.plan(("cpus", "n1", [0])),
+        msgspec.structs.replace(start, meta=b.meta(0)),
+    )
+    now = 10 * 60 * 10**9
+    [due] = charges_due(state, now, interval_ns=1)
+    assert due.gpu_ms == 8 * 10 * MINUTE_MS
+    assert promised(state, now) == {"lab": due.gpu_ms}
 
 
 def test_a_used_up_budget_is_announced_once_per_period() -> None:

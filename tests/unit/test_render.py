@@ -214,6 +214,14 @@ def test_budget_rows_show_what_running_work_has_promised_of_the_budget() -> None
     shown = render.budget_table(list(rows.values())).splitlines()
     [lab] = [line.split() for line in shown if line.split()[:1] == ["lab"]]
     assert lab[-2:] == ["2.00", "10.00"]  # promised, then left
+    # Rows from a view service that does not send what is promised yet.
+    older = [
+        {k: v for k, v in row.items() if k != "budget_promised_gpu_hours"} for row in rows.values()
+    ]
+    [lab] = [
+        line.split() for line in render.budget_table(older).splitlines() if line.startswith("lab ")
+    ]
+    assert lab[-2:] == ["-", "10.00"]
 
 
 def test_an_account_granted_a_budget_is_listed_before_it_runs_anything() -> None:
