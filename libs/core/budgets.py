@@ -61,7 +61,7 @@ def promised(state: State, now: int) -> dict[str, int]:
 
     def owe(account: str, amount: int) -> None:
         for path in ancestry(account):
-            if path in state.budgets:
+            if amount and path in state.budgets:
                 out[path] = out.get(path, 0) + amount
 
     for (job_id, attempt), run in unbilled.items():
