@@ -24,6 +24,11 @@ MAX_PERIOD_NS: Final = 366 * 24 * NS_PER_HOUR  # a year, leap or not
 MAX_CLUSTER_GPUS: Final = 1_000_000
 
 
+def protection(spec: JobSpec) -> int:
+    """GPU-ms a job's funding reserves: its GPUs times its minimum runtime."""
+    return spec.total_gpus * (spec.min_runtime_ns // 1_000_000)
+
+
 def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> bool:
     """Whether the job is funded, and if so, reserve its protected minimum runtime
     (GPUs x minimum runtime) in every budget on its path, in ``reserved``: one plan cannot
@@ -31,7 +36,7 @@ def fund(state: State, spec: JobSpec, now: int, reserved: dict[str, int]) -> boo
     ``promised``)."""
     if spec.min_runtime_ns <= 0:
         return False
-    cost = spec.total_gpus * (spec.min_runtime_ns // 1_000_000)
+    cost = protection(spec)
     budgeted = [a for a in ancestry(spec.account) if a in state.budgets]
     if not budgeted:
         return False
@@ -80,7 +85,7 @@ def promised(state: State, now: int) -> dict[str, int]:
     for job_id in state.holders:
         job = jobs[job_id]
         if job.funded and (job_id, job.attempts) not in unbilled:
-            owe(job.spec.account, job.spec.total_gpus * (job.spec.min_runtime_ns // 1_000_000))
+            owe(job.spec.account, protection(job.spec))
     return out
 
 
